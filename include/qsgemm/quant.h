@@ -1,0 +1,58 @@
+// qsgemm/quant.h — GPU quantizers into the FP8 formats of docs/formats.md §1–§3.
+//
+// Every function is stream-ordered (enqueues on `stream`, never synchronizes, never allocates) and
+// validates its operands first, throwing qsgemm::Error naming the bad operand and value. Outputs are
+// bit-identical to the CPU reference in qsgemm/reference.h (checked by tests/gpu/test_quant.cpp).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "qsgemm/tensor.h"
+
+namespace qsgemm {
+
+// How many scales one operand carries (docs/formats.md §2).
+enum class ScaleGranularity : uint8_t {
+  kPerTensor,    // one float
+  kPerRow,       // one float per row: per-token [M] for X, per-channel [N] for W
+  kGroup1x128,   // one float per row per 128 of K; activations: M-major [ceil(K/128)][ld_s >= M],
+                 // weights (per-channel groups): row-major [N][ceil(K/128)]
+  kBlock128x128, // one float per 128x128 block, row-major [ceil(rows/128)][ceil(K/128)]
+};
+const char* granularity_name(ScaleGranularity g) noexcept;
+
+// Scales of one operand as the kernels read them.
+//   data: float32, device memory, 4-byte aligned.
+//   ld:   for kGroup1x128 activations, the M-major leading dimension (>= M); ignored otherwise.
+struct ScaleView {
+  const float* data = nullptr;
+  ScaleGranularity granularity = ScaleGranularity::kPerRow;
+  int64_t ld = 0;
+};
+
+// Dynamic per-token (kPerRow) FP8 quantization of activations.
+//   x:      bf16 or fp16 [M, K], row-major, ld >= K, 16-byte aligned base, ld a multiple of 8.
+//   q:      e4m3 [M, K] written, row-major, ld >= K, 16-byte aligned base, ld a multiple of 16.
+//   scales: float [M] written: scale[m] = amax(x[m,:]) / 448 (1 for an all-zero row), or the power
+//           of two at or above it with pow2_scales.
+// M = 0 is a no-op. Non-finite inputs propagate (NaN -> e4m3 NaN code 0x7F); they are not checked.
+void quantize_fp8_per_token(const MatrixView& x, const MatrixView& q, float* scales, bool pow2_scales,
+                            cudaStream_t stream);
+
+// Static FP8 quantization with a given scale: q = e4m3(x / scale). scale: one float in device memory.
+void quantize_fp8_static(const MatrixView& x, const MatrixView& q, const float* scale, cudaStream_t stream);
+
+// Dynamic per-token-group (1x128) FP8 quantization of activations, DeepSeek-V3 style.
+//   scales: float written, M-major: scale of row m, group g at scales[g * ld_scales + m];
+//           ld_scales >= M. The last group may be partial (K % 128 != 0): its amax covers the
+//           columns that exist.
+void quantize_fp8_per_token_group(const MatrixView& x, const MatrixView& q, float* scales,
+                                  int64_t ld_scales, bool pow2_scales, cudaStream_t stream);
+
+// FP8 quantization of a weight W [N, K] (bf16/fp16/fp32) with 128x128 block scales
+// (granularity kBlock128x128, scales row-major [ceil(N/128)][ceil(K/128)]) or per-channel
+// groups of 128 (kGroup1x128, scales row-major [N][ceil(K/128)]).
+void quantize_fp8_weight(const MatrixView& w, const MatrixView& q, float* scales, ScaleGranularity g,
+                         cudaStream_t stream);
+
+}  // namespace qsgemm

@@ -1,0 +1,115 @@
+// qsgemm/sparse24.h — FP8 GEMM with a 2:4-sparse weight on Hopper (sm_90a).
+//
+//   Y[M,N] = (s_x ⊙ X_fp8) · (s_w ⊙ W)ᵀ + bias          (an nn.Linear with a 2:4-sparse weight)
+//
+// Hopper's sparse tensor cores take the sparse operand only as A, K-major. qsgemm therefore
+// computes Yᵀ = W · Xᵀ internally: W is the sparse A operand, X (row-major [M,K]) is read as a
+// column-major B, and Yᵀ is written column-major, which is Y row-major. Per-channel weight scales
+// and the bias become per-row broadcasts of the kernel's output, per-token scales per-column ones.
+// The caller sees only the nn.Linear convention above.
+//
+// Memory: the compressed weight lives in caller-allocated device buffers whose sizes come from
+// sparse24_weight_bytes(); qsgemm never allocates. Every call is stream-ordered and never syncs.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "qsgemm/quant.h"
+#include "qsgemm/tensor.h"
+
+namespace qsgemm {
+
+// Rules on the weight shape (docs/formats.md §4.4): N % 8 == 0 (16-byte rows of the output),
+// K % 32 == 0 (16-byte rows of the compressed values and of X). N, K >= 1.
+inline constexpr int kSparse24AlignN = 8;
+inline constexpr int kSparse24AlignK = 32;
+
+// A compressed 2:4 FP8 weight: non-owning, describes three device buffers.
+//   values: e4m3 [N, K/2] dense row-major (ld = K/2), docs/formats.md §4.2
+//   meta:   sparse24_meta_bytes(N, K) bytes, docs/formats.md §4.3
+//   scales: float32, [N] (per_tensor_scale == false) or [1]; dequantized w = e4m3 × scale
+// The format does not depend on the kernel configuration, output dtype or epilogue. It cannot be
+// sliced: the metadata interleaves 64 rows × 128 columns per atom (§4.3), so shard the dense
+// weight first (compress accepts any leading dimension) and compress each shard.
+struct SparseFp8Weight {
+  int64_t N = 0;
+  int64_t K = 0;
+  uint8_t* values = nullptr;
+  uint8_t* meta = nullptr;
+  float* scales = nullptr;
+  bool per_tensor_scale = false;
+};
+
+struct Sparse24WeightBytes {
+  size_t values;  // N * K / 2
+  size_t meta;    // sparse24_meta_bytes(N, K)
+  size_t scales;  // 4 * N (or 4 with a per-tensor scale)
+};
+Sparse24WeightBytes sparse24_weight_bytes(int64_t N, int64_t K, bool per_tensor_scale = false);
+
+enum class Sparse24Prune : uint8_t {
+  kMagnitude,  // keep the two largest magnitudes of every group of 4 (ties: lower index)
+  kRequire,    // the input must already be 2:4; the first offending row/group is reported
+};
+
+enum class Sparse24Scale : uint8_t {
+  kPerChannel,  // scale[n] = amax(kept values of row n) / 448
+  kPerTensor,   // one scale = amax(kept values) / 448
+  kGiven,       // the caller fills out.scales ([N] or [1]) before the call; values are x / scale
+};
+
+struct Sparse24CompressOptions {
+  Sparse24Prune prune = Sparse24Prune::kMagnitude;
+  Sparse24Scale scale = Sparse24Scale::kPerChannel;
+};
+
+// Prune (or check), quantize and compress a dense weight on the GPU.
+//   w:   bf16, fp16 or fp32 [N, K] row-major, any ld >= K (a sub-view of a larger weight works),
+//        base aligned to its element size. NaN or Inf anywhere is an error (kInvalidValue).
+//   out: buffers sized by sparse24_weight_bytes(N, K, per_tensor); out.N/out.K must equal w's shape,
+//        out.per_tensor_scale must match options.scale (kPerTensor => true).
+//   workspace: sparse24_compress_workspace_bytes(N, K) bytes of device memory (may be null when 0);
+//        holds the error flags that are checked on return.
+// This function synchronizes `stream` once at the end to report data errors (non-2:4 group, NaN)
+// with their location; it is a load-time operation, not a hot-path one.
+size_t sparse24_compress_workspace_bytes(int64_t N, int64_t K);
+void sparse24_compress(const MatrixView& w, const SparseFp8Weight& out, const Sparse24CompressOptions& options,
+                       void* workspace, cudaStream_t stream);
+
+// Dequantize back to dense: out[n,k] = e4m3(value) * scale (0 where pruned).
+//   out: bf16 or fp32 [N, K] row-major, ld >= K. Stream-ordered, no sync.
+void sparse24_decompress(const SparseFp8Weight& w, const MatrixView& out, cudaStream_t stream);
+
+// Epilogue and schedule options.
+struct Sparse24LinearOptions {
+  // -1: the heuristic chooses (sparse24_choose_config); otherwise an index into sparse24_configs().
+  int config = -1;
+};
+
+// Y = (s_x ⊙ X) · (s_w ⊙ W)ᵀ + bias.
+//   x:       e4m3 [M, K] row-major, ld >= K, ld % 16 == 0, base 16-byte aligned. K == w.K.
+//   x_scale: float32 device, granularity kPerRow ([M]) or kPerTensor ([1]).
+//   w:       a compressed weight (sparse24_compress).
+//   bias:    optional (empty view = none), [N], dtype bf16, fp16 or fp32 (converted to float).
+//   y:       bf16, fp16 or fp32 [M, N] row-major written, ld >= N, 16-byte aligned base and rows.
+// M = 0 is a no-op. Accumulation is float32 with partial sums promoted every 4 MMAs (128 of K);
+// see docs/performance.md for the measured error.
+void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const SparseFp8Weight& w,
+                     const VectorView& bias, const MatrixView& y, const Sparse24LinearOptions& options,
+                     cudaStream_t stream);
+
+// ---- configurations (one table, src/kernels/sm90/sparse24/sm90_sparse24_configs.h) -------------
+struct Sparse24Config {
+  int tile_m, tile_n, tile_k;  // kernel tile: m = weight rows, n = tokens
+  int cluster_m, cluster_n;
+  bool cooperative;            // cooperative (2 consumer warpgroups on one tile) or ping-pong
+  std::string name() const;    // e.g. "128x128x128_c1x2_coop"
+};
+int sparse24_num_configs();
+Sparse24Config sparse24_config(int index);
+// Pure heuristic: the configuration index for a problem on a device with `sm_count` SMs.
+int sparse24_choose_config(int64_t M, int64_t N, int64_t K, int sm_count);
+
+}  // namespace qsgemm

@@ -1,0 +1,57 @@
+// Device helpers shared by the FP8 quantizers and compressors. Each mirrors a host function of
+// src/formats.cpp bit for bit (docs/formats.md §1–§2).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
+
+namespace qsgemm::kernels {
+
+// Same as fp8_scale_from_amax (formats.cpp): IEEE division, 1 for amax == 0, optional pow2 round-up.
+__device__ __forceinline__ float fp8_scale_from_amax(float amax, bool pow2) {
+  if (!(amax > 0.0f)) return 1.0f;
+  const float s = __fdiv_rn(amax, 448.0f);
+  if (!pow2) return s;
+  const uint32_t b = __float_as_uint(s);
+  if ((b & 0x7FFFFFu) == 0) return s;
+  return __uint_as_float(((b >> 23) + 1) << 23);
+}
+
+// e4m3 code of x / s with the hardware's satfinite RNE conversion (== fp8_e4m3_encode).
+__device__ __forceinline__ uint8_t fp8_quantize(float x, float s) {
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(__fdiv_rn(x, s), __NV_SATFINITE, __NV_E4M3));
+}
+
+template <class T> __device__ __forceinline__ float to_float(T v);
+template <> __device__ __forceinline__ float to_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ float to_float<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+// Loads 8 consecutive elements (16 bytes for 16-bit types, 32 for float) as floats.
+template <class T>
+__device__ __forceinline__ void load8(const T* p, float (&v)[8]) {
+  if constexpr (sizeof(T) == 4) {
+    const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+  } else {
+    const uint4 raw = *reinterpret_cast<const uint4*>(p);
+    const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = to_float<T>(e[i]);
+  }
+}
+
+// Quantizes 8 floats with scale s and stores them as 8 bytes (one 8-byte store).
+__device__ __forceinline__ void store8_fp8(uint8_t* q, const float (&v)[8], float s) {
+  uint32_t lo = 0, hi = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) lo |= static_cast<uint32_t>(fp8_quantize(v[i], s)) << (8 * i);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) hi |= static_cast<uint32_t>(fp8_quantize(v[4 + i], s)) << (8 * i);
+  *reinterpret_cast<uint2*>(q) = make_uint2(lo, hi);
+}
+
+}  // namespace qsgemm::kernels

@@ -1,0 +1,1 @@
+// 2:4 sparse FP8 host code — in progress

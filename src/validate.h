@@ -1,0 +1,41 @@
+// Operand validation shared by every entry point: one place that formats the error messages.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <initializer_list>
+#include <sstream>
+#include <string>
+
+#include "qsgemm/error.h"
+#include "qsgemm/tensor.h"
+
+namespace qsgemm::detail {
+
+// Throws Error(code, operand, "<fn>: <message> (operand <operand>)").
+[[noreturn]] void fail(const char* fn, Status code, const std::string& operand, const std::string& message);
+
+// Throws Status::kCudaError naming the call when `e` is not cudaSuccess.
+void check_cuda(cudaError_t e, const char* fn, const char* what);
+// After a launch: surfaces launch-configuration errors (cudaGetLastError), no synchronization.
+void check_launch(const char* fn, const char* kernel);
+
+template <class... Args>
+std::string cat(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+// Checks a matrix operand: non-null data (when rows*cols > 0), dtype in `allowed`, the exact shape
+// (pass -1 to skip a dimension), ld >= cols, the base pointer aligned to `align_bytes`, and
+// ld * element size a multiple of `align_bytes` when there is more than one row.
+void check_matrix(const char* fn, const char* name, const MatrixView& m, std::initializer_list<DType> allowed,
+                  int64_t rows, int64_t cols, int align_bytes);
+void check_dtype(const char* fn, const char* name, DType t, std::initializer_list<DType> allowed);
+void check_ptr(const char* fn, const char* name, const void* p, int align_bytes);
+
+// True when `stream` belongs to a device with compute capability 9.0 (sm_90a kernels run there).
+void require_sm90(const char* fn);
+
+}  // namespace qsgemm::detail
