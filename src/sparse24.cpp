@@ -1,1 +1,171 @@
-// 2:4 sparse FP8 host code — in progress
+// 2:4 sparse FP8 host API (include/qsgemm/sparse24.h): validation, configuration choice, launch.
+#include "qsgemm/sparse24.h"
+
+#include <vector>
+
+#include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
+#include "kernels/sm90/sparse24/sparse24_launch.h"
+#include "qsgemm/device.h"
+#include "qsgemm/formats.h"
+#include "validate.h"
+
+namespace qsgemm {
+namespace {
+
+struct ConfigRow {
+  int tm, tn, tk, cm, cn;
+  bool coop;
+};
+const std::vector<ConfigRow>& config_table() {
+  static const std::vector<ConfigRow> table = {
+#define QSGEMM_ROW(i, tm, tn, tk, cm, cn, coop) {tm, tn, tk, cm, cn, coop},
+      QSGEMM_SPARSE24_CONFIGS(QSGEMM_ROW)
+#undef QSGEMM_ROW
+  };
+  return table;
+}
+
+void check_weight_shape(const char* fn, int64_t N, int64_t K) {
+  if (N <= 0 || K <= 0)
+    detail::fail(fn, Status::kInvalidArgument, "w", detail::cat("weight shape [N=", N, ", K=", K, "] must be positive"));
+  if (N % kSparse24AlignN != 0)
+    detail::fail(fn, Status::kInvalidArgument, "N", detail::cat("N=", N, " must be a multiple of ", kSparse24AlignN));
+  if (K % kSparse24AlignK != 0)
+    detail::fail(fn, Status::kInvalidArgument, "K", detail::cat("K=", K, " must be a multiple of ", kSparse24AlignK));
+  if (N > (int64_t{1} << 30) || K > (int64_t{1} << 30))
+    detail::fail(fn, Status::kInvalidArgument, "w", detail::cat("weight shape [", N, ", ", K, "] exceeds 2^30"));
+}
+
+void check_weight(const char* fn, const SparseFp8Weight& w) {
+  check_weight_shape(fn, w.N, w.K);
+  detail::check_ptr(fn, "w.values", w.values, 16);
+  detail::check_ptr(fn, "w.meta", w.meta, 16);
+  detail::check_ptr(fn, "w.scales", w.scales, 4);
+}
+
+}  // namespace
+
+std::string Sparse24Config::name() const {
+  return detail::cat(tile_m, "x", tile_n, "x", tile_k, "_c", cluster_m, "x", cluster_n, cooperative ? "_coop" : "_pingpong");
+}
+int sparse24_num_configs() { return static_cast<int>(config_table().size()); }
+Sparse24Config sparse24_config(int index) {
+  if (index < 0 || index >= sparse24_num_configs())
+    detail::fail("sparse24_config", Status::kInvalidArgument, "index",
+                 detail::cat("config index ", index, " is outside [0, ", sparse24_num_configs(), ")"));
+  const ConfigRow& r = config_table()[static_cast<size_t>(index)];
+  return Sparse24Config{r.tm, r.tn, r.tk, r.cm, r.cn, r.coop};
+}
+int sparse24_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
+  return kernels::sparse24_heuristic(M, N, K, sm_count);
+}
+
+Sparse24WeightBytes sparse24_weight_bytes(int64_t N, int64_t K, bool per_tensor_scale) {
+  check_weight_shape("sparse24_weight_bytes", N, K);
+  return Sparse24WeightBytes{static_cast<size_t>(N * K / 2), static_cast<size_t>(sparse24_meta_bytes(N, K)),
+                             per_tensor_scale ? sizeof(float) : sizeof(float) * static_cast<size_t>(N)};
+}
+
+size_t sparse24_compress_workspace_bytes(int64_t, int64_t) { return sizeof(kernels::Sparse24CompressStatus); }
+
+void sparse24_compress(const MatrixView& w, const SparseFp8Weight& out, const Sparse24CompressOptions& options,
+                       void* workspace, cudaStream_t stream) {
+  const char* fn = "sparse24_compress";
+  detail::check_matrix(fn, "w", w, {DType::kBF16, DType::kF16, DType::kF32}, -1, -1, 16);
+  check_weight_shape(fn, w.rows, w.cols);
+  if (out.N != w.rows || out.K != w.cols)
+    detail::fail(fn, Status::kInvalidArgument, "out",
+                 detail::cat("out is [", out.N, ", ", out.K, "] but w is [", w.rows, ", ", w.cols, "]"));
+  if (options.scale == Sparse24Scale::kPerTensor && !out.per_tensor_scale)
+    detail::fail(fn, Status::kInvalidArgument, "out.per_tensor_scale", "must be true with Sparse24Scale::kPerTensor");
+  if (options.scale == Sparse24Scale::kPerChannel && out.per_tensor_scale)
+    detail::fail(fn, Status::kInvalidArgument, "out.per_tensor_scale", "must be false with Sparse24Scale::kPerChannel");
+  check_weight(fn, out);
+  detail::check_ptr(fn, "workspace", workspace, 8);
+  detail::require_sm90(fn);
+
+  auto* status = static_cast<kernels::Sparse24CompressStatus*>(workspace);
+  // first_* = ~0 ("none yet"), amax = 0.
+  detail::check_cuda(cudaMemsetAsync(status, 0xFF, 16, stream), fn, "cudaMemsetAsync(workspace)");
+  detail::check_cuda(cudaMemsetAsync(reinterpret_cast<char*>(status) + 16, 0, 8, stream), fn, "cudaMemsetAsync(workspace)");
+  // Padding nibbles of the metadata (rows past N, columns past K) hold a valid index pair.
+  detail::check_cuda(cudaMemsetAsync(out.meta, kSparse24PadNibble * 0x11, sparse24_meta_bytes(out.N, out.K), stream), fn,
+                     "cudaMemsetAsync(meta)");
+  const int mode = options.scale == Sparse24Scale::kPerChannel ? 0 : options.scale == Sparse24Scale::kPerTensor ? 1 : 2;
+  kernels::launch_sparse24_compress(w.data, w.dtype, w.ld, w.rows, w.cols, options.prune == Sparse24Prune::kRequire,
+                                    mode, out.per_tensor_scale, out.values, out.meta, out.scales, status, stream);
+  kernels::Sparse24CompressStatus host{};
+  detail::check_cuda(cudaMemcpyAsync(&host, status, sizeof(host), cudaMemcpyDeviceToHost, stream), fn,
+                     "cudaMemcpyAsync(status)");
+  detail::check_cuda(cudaStreamSynchronize(stream), fn, "cudaStreamSynchronize");
+  if (host.first_nonfinite != ~0ull)
+    detail::fail(fn, Status::kInvalidValue, "w",
+                 detail::cat("non-finite value at row ", host.first_nonfinite / w.cols, ", column ",
+                             host.first_nonfinite % w.cols));
+  if (host.first_not_24 != ~0ull)
+    detail::fail(fn, Status::kInvalidValue, "w",
+                 detail::cat("not 2:4 sparse: row ", host.first_not_24 / (w.cols / 4), ", group ",
+                             host.first_not_24 % (w.cols / 4), " (columns ", 4 * (host.first_not_24 % (w.cols / 4)),
+                             "..", 4 * (host.first_not_24 % (w.cols / 4)) + 3, ") has more than two non-zeros"));
+}
+
+void sparse24_decompress(const SparseFp8Weight& w, const MatrixView& out, cudaStream_t stream) {
+  const char* fn = "sparse24_decompress";
+  check_weight(fn, w);
+  detail::check_matrix(fn, "out", out, {DType::kBF16, DType::kF32}, w.N, w.K, dtype_size(out.dtype));
+  detail::require_sm90(fn);
+  kernels::launch_sparse24_decompress(w.values, w.meta, w.scales, w.per_tensor_scale, w.N, w.K, out.data, out.dtype,
+                                      out.ld, stream);
+}
+
+void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const SparseFp8Weight& w, const VectorView& bias,
+                     const MatrixView& y, const Sparse24LinearOptions& options, cudaStream_t stream) {
+  const char* fn = "sparse24_linear";
+  check_weight(fn, w);
+  detail::check_matrix(fn, "x", x, {DType::kE4M3}, -1, w.K, 16);
+  detail::check_matrix(fn, "y", y, {DType::kBF16, DType::kF16, DType::kF32}, x.rows, w.N, 16);
+  if (x_scale.granularity != ScaleGranularity::kPerRow && x_scale.granularity != ScaleGranularity::kPerTensor)
+    detail::fail(fn, Status::kInvalidArgument, "x_scale",
+                 detail::cat("granularity ", granularity_name(x_scale.granularity), " is not accepted; use per_row or per_tensor"));
+  if (!bias.empty()) {
+    if (bias.size != w.N)
+      detail::fail(fn, Status::kInvalidArgument, "bias", detail::cat("bias has ", bias.size, " elements, expected N=", w.N));
+    const bool ok = bias.dtype == y.dtype || bias.dtype == DType::kF32;
+    if (!ok)
+      detail::fail(fn, Status::kInvalidArgument, "bias",
+                   detail::cat("bias dtype ", dtype_name(bias.dtype), " must be fp32 or the output dtype ", dtype_name(y.dtype)));
+    detail::check_ptr(fn, "bias", bias.data, 16);
+  }
+  if (options.config < -1 || options.config >= sparse24_num_configs())
+    detail::fail(fn, Status::kInvalidArgument, "options.config",
+                 detail::cat("config ", options.config, " is outside [-1, ", sparse24_num_configs(), ")"));
+  if (x.rows == 0) return;
+  if (x.rows > (int64_t{1} << 30))
+    detail::fail(fn, Status::kInvalidArgument, "x", detail::cat("M=", x.rows, " exceeds 2^30"));
+  detail::check_ptr(fn, "x_scale", x_scale.data, 4);
+  const DeviceInfo dev = device_info(-1);
+  detail::require_sm90(fn);
+
+  kernels::Sparse24GemmArgs a;
+  a.m_tok = x.rows;
+  a.n_out = w.N;
+  a.k = w.K;
+  a.x = static_cast<const uint8_t*>(x.data);
+  a.ldx = x.ld;
+  a.w_values = w.values;
+  a.w_meta = w.meta;
+  a.w_scale = w.scales;
+  a.w_scale_scalar = w.per_tensor_scale;
+  a.x_scale = x_scale.data;
+  a.x_scale_scalar = x_scale.granularity == ScaleGranularity::kPerTensor;
+  a.bias = bias.data;
+  a.bias_dtype = bias.dtype;
+  a.y = y.data;
+  a.y_dtype = y.dtype;
+  a.ldy = y.ld;
+  a.sm_count = dev.sm_count;
+  const int config = options.config >= 0 ? options.config : sparse24_choose_config(x.rows, w.N, w.K, dev.sm_count);
+  kernels::run_sparse24_gemm(a, config, stream);
+}
+
+}  // namespace qsgemm

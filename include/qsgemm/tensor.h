@@ -40,6 +40,8 @@ struct MatrixView {
       : data(d), dtype(t), rows(r), cols(c), ld(leading < 0 ? c : leading) {}
   MatrixView(const void* d, DType t, int64_t r, int64_t c, int64_t leading = -1)
       : MatrixView(const_cast<void*>(d), t, r, c, leading) {}
+  MatrixView(std::nullptr_t, DType t, int64_t r, int64_t c, int64_t leading = -1)
+      : MatrixView(static_cast<void*>(nullptr), t, r, c, leading) {}
 };
 
 // A contiguous vector of `size` elements (per-token scales, per-channel scales, bias).
@@ -51,6 +53,7 @@ struct VectorView {
   VectorView() = default;
   VectorView(void* d, DType t, int64_t n) : data(d), dtype(t), size(n) {}
   VectorView(const void* d, DType t, int64_t n) : VectorView(const_cast<void*>(d), t, n) {}
+  VectorView(std::nullptr_t, DType t, int64_t n) : VectorView(static_cast<void*>(nullptr), t, n) {}
   bool empty() const { return data == nullptr; }
 };
 

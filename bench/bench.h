@@ -1,0 +1,44 @@
+// bench/bench.h — `qsgemm bench`: qsgemm's kernels against the vendor libraries, timed in the same run.
+//
+// Each benchmark times qsgemm and its baselines on the same shapes, L2 flushed before every timed
+// run, prints a table with ratios against the baselines plus TFLOP/s and GB/s against the device's
+// ceilings, and writes one JSON file in the shape of shared/BENCH_RESULTS.md:
+//   qsgemm bench sparse24   -> <out>/sparse24.json
+//   qsgemm bench blockwise  -> <out>/blockwise.json
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qsgemm::bench {
+
+struct BenchOptions {
+  std::string out_dir = "bench/results/h200";  // the JSON files go here (created if missing)
+  std::string json_path;                       // overrides <out_dir>/<benchmark>.json (one benchmark only)
+  std::vector<std::string> layers;             // layer names to run; empty = all of the benchmark's layers
+  std::vector<int64_t> ms;                     // token counts M; empty = the default sweep
+  bool quick = false;       // a few points only (smoke test): 2 layers x 3 Ms, no extra families
+  bool all_combos = false;  // blockwise: also 1d1d, 2d1d, 2d2d (no baseline for those)
+  bool graph = false;       // time launches under ~50 µs as CUDA-graph replays
+  bool check = true;        // rel_err vs the float64 CPU reference on sampled rows/columns
+  int reps = 50;            // timed runs per measurement at most (fewer for long runs)
+  double budget_ms = 200;   // stop adding timed runs to one measurement past this much GPU time
+};
+
+// Each returns a process exit code: 0 when the sweep ran and the JSON was written (rows whose
+// kernel or baseline failed carry a note), 1 when the JSON could not be written or the CUDA context
+// was lost mid-way (the rows measured so far are still written), 2 when there is no usable GPU.
+int bench_sparse24(const BenchOptions& options);
+int bench_blockwise(const BenchOptions& options);
+
+// `qsgemm bench <sparse24|blockwise|all> [options]`; argv[0] is the word after "bench".
+int bench_main(int argc, char** argv);
+
+}  // namespace qsgemm::bench
+
+// The CLI (tools/qsgemm.cpp) may call these without the namespace.
+using qsgemm::bench::bench_blockwise;
+using qsgemm::bench::bench_main;
+using qsgemm::bench::bench_sparse24;
+using qsgemm::bench::BenchOptions;

@@ -1,0 +1,360 @@
+// bench/bench_blockwise.cpp — `qsgemm bench blockwise`: FP8 GEMMs with groupwise / blockwise scales
+// (qsgemm::blockwise_linear) against cuBLASLt, same shapes, same run.
+//
+// Families (x scale granularity x w scale granularity, include/qsgemm/blockwise.h):
+//   blockwise_1d2d  x 1x128 (M-major), w 128x128   vs cublaslt_fp8_block128 and cublaslt_fp8_tensor
+//   rowwise         x per token,       w per channel vs cublaslt_fp8_rowwise
+//   with --all-combos also blockwise_1d1d, blockwise_2d1d, blockwise_2d2d (no vendor baseline).
+// Operands are random e4m3 with random positive scales of the family's granularity; y is bf16, no bias.
+// While blockwise_linear is not implemented (it throws kUnsupported), the rows keep qsgemm_us null
+// with the library's message in notes, and the baselines are still timed.
+//
+// rel_err: the float64 CPU reference (qsgemm::ref::gemm_fp8_blockwise) on the same quantized
+// operands, over up to 8 sampled tokens x 256 sampled output channels (output poisoned with NaN first).
+// Also quant_fp8_group rows: quantize_fp8_per_token_group of M x K bf16 (1x128 groups, M-major scales).
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "bench_common.h"
+#include "qsgemm/blockwise.h"
+#include "qsgemm/error.h"
+#include "qsgemm/formats.h"
+#include "qsgemm/quant.h"
+#include "qsgemm/reference.h"
+#include "qsgemm/tensor.h"
+
+namespace qsgemm::bench {
+namespace {
+
+// Llama 3 8B / 70B (unsharded) and the six DeepSeek-V3 GEMM shapes DeepGEMM publishes (N x K).
+const std::vector<Layer> kBlockwiseLayers = {
+    {"l3-8b.qkv", 6144, 4096},       {"l3-8b.o", 4096, 4096},          {"l3-8b.gate_up", 28672, 4096},
+    {"l3-8b.down", 4096, 14336},     {"l3-70b.qkv", 10240, 8192},      {"l3-70b.o", 8192, 8192},
+    {"l3-70b.gate_up", 57344, 8192}, {"l3-70b.down", 8192, 28672},     {"ds3.2112x7168", 2112, 7168},
+    {"ds3.24576x1536", 24576, 1536}, {"ds3.32768x512", 32768, 512},    {"ds3.7168x16384", 7168, 16384},
+    {"ds3.4096x7168", 4096, 7168},   {"ds3.7168x2048", 7168, 2048},
+};
+const std::vector<std::string> kQuickLayers = {"l3-8b.o", "ds3.7168x16384"};
+const std::vector<int64_t> kQuickMs = {16, 256, 4096};
+
+// DeepGEMM's published H800 figures for its normal (dense) FP8 1x128 x 128x128 GEMM at M = 4096,
+// TFLOP/s (DeepGEMM README). An H800 has the H100's SMs at a lower NVLink rate, so compute-bound
+// shapes are comparable with an H200; memory-bound ones favour the H200 (4.8 vs 3.35 TB/s).
+struct Published {
+  const char* layer;
+  double tflops;
+};
+const Published kDeepGemmH800[] = {{"ds3.2112x7168", 1058},  {"ds3.24576x1536", 990}, {"ds3.32768x512", 590},
+                                   {"ds3.7168x16384", 1358}, {"ds3.4096x7168", 1304},  {"ds3.7168x2048", 1025}};
+
+struct Combo {
+  const char* family;
+  ScaleGranularity gx, gw;
+  std::vector<std::string> baselines;
+};
+
+const std::vector<Combo>& combos(bool all) {
+  using G = ScaleGranularity;
+  static const std::vector<Combo> main = {
+      {"blockwise_1d2d", G::kGroup1x128, G::kBlock128x128, {"cublaslt_fp8_block128", "cublaslt_fp8_tensor"}},
+      {"rowwise", G::kPerRow, G::kPerRow, {"cublaslt_fp8_rowwise"}},
+  };
+  static const std::vector<Combo> every = [] {
+    std::vector<Combo> v = main;
+    v.push_back({"blockwise_1d1d", G::kGroup1x128, G::kGroup1x128, {}});
+    v.push_back({"blockwise_2d1d", G::kBlock128x128, G::kGroup1x128, {}});
+    v.push_back({"blockwise_2d2d", G::kBlock128x128, G::kBlock128x128, {}});
+    return v;
+  }();
+  return all ? every : main;
+}
+
+constexpr int64_t kCheckTokens = 8;
+constexpr int64_t kCheckChannels = 256;
+constexpr float kScaleLo = 0.5f / 448.0f, kScaleHi = 2.0f / 448.0f;
+
+int64_t blocks(int64_t n) { return ceil_div(n, kScaleGroupK); }
+
+// The scales of one layer, every granularity, sized for the largest M; device and host copies.
+struct LayerScales {
+  int64_t M = 0, N = 0, K = 0;
+  DeviceBuffer x_group, x_block, x_row, w_block, w_group, w_row;
+  std::vector<float> hx_group, hx_block, hx_row, hw_block, hw_group, hw_row;  // filled by download_all()
+
+  LayerScales(int64_t Mmax, int64_t n, int64_t k, uint32_t seed, cudaStream_t s) : M(Mmax), N(n), K(k) {
+    const int64_t G = blocks(K);
+    x_group = make(G * M, seed + 10, s);
+    x_block = make(blocks(M) * G, seed + 11, s);
+    x_row = make(M, seed + 12, s);
+    w_block = make(blocks(N) * G, seed + 13, s);
+    w_group = make(N * G, seed + 14, s);
+    w_row = make(N, seed + 15, s);
+  }
+  static DeviceBuffer make(int64_t n, uint32_t seed, cudaStream_t s) {
+    DeviceBuffer b(static_cast<size_t>(4 * n));
+    fill_f32(b.as<float>(), static_cast<size_t>(n), seed, kScaleLo, kScaleHi, s);
+    return b;
+  }
+  void download_all(cudaStream_t s) {
+    if (!hx_row.empty()) return;
+    auto get = [&](const DeviceBuffer& d, std::vector<float>& h) {
+      h.resize(d.bytes() / 4);
+      download(h.data(), d.get(), d.bytes(), s);
+    };
+    get(x_group, hx_group), get(x_block, hx_block), get(x_row, hx_row);
+    get(w_block, hw_block), get(w_group, hw_group), get(w_row, hw_row);
+  }
+  // The view qsgemm gets for `m` tokens.
+  ScaleView x_view(ScaleGranularity g, int64_t m) const {
+    switch (g) {
+      case ScaleGranularity::kGroup1x128: return {x_group.as<float>(), g, m};  // [ceil(K/128)][ld = m]
+      case ScaleGranularity::kBlock128x128: return {x_block.as<float>(), g, 0};
+      default: return {x_row.as<float>(), g, 0};
+    }
+  }
+  ScaleView w_view(ScaleGranularity g) const {
+    switch (g) {
+      case ScaleGranularity::kGroup1x128: return {w_group.as<float>(), g, 0};
+      case ScaleGranularity::kBlock128x128: return {w_block.as<float>(), g, 0};
+      default: return {w_row.as<float>(), g, 0};
+    }
+  }
+  // Bytes of scales the kernel must read for `m` tokens.
+  int64_t x_bytes(ScaleGranularity g, int64_t m) const {
+    const int64_t G = blocks(K);
+    return 4 * (g == ScaleGranularity::kGroup1x128 ? G * m : g == ScaleGranularity::kBlock128x128 ? blocks(m) * G : m);
+  }
+  int64_t w_bytes(ScaleGranularity g) const {
+    const int64_t G = blocks(K);
+    return 4 * (g == ScaleGranularity::kGroup1x128 ? N * G : g == ScaleGranularity::kBlock128x128 ? blocks(N) * G : N);
+  }
+  // Scale of (token m, k-group g) / (channel n, k-group g) as the kernel applies it.
+  double x_at(ScaleGranularity g, int64_t m, int64_t m_count, int64_t kg) const {
+    switch (g) {
+      case ScaleGranularity::kGroup1x128: return hx_group[static_cast<size_t>(kg * m_count + m)];
+      case ScaleGranularity::kBlock128x128: return hx_block[static_cast<size_t>((m / kScaleGroupK) * blocks(K) + kg)];
+      default: return hx_row[static_cast<size_t>(m)];
+    }
+  }
+  double w_at(ScaleGranularity g, int64_t n, int64_t kg) const {
+    switch (g) {
+      case ScaleGranularity::kGroup1x128: return hw_group[static_cast<size_t>(n * blocks(K) + kg)];
+      case ScaleGranularity::kBlock128x128: return hw_block[static_cast<size_t>((n / kScaleGroupK) * blocks(K) + kg)];
+      default: return hw_row[static_cast<size_t>(n)];
+    }
+  }
+};
+
+// ‖Y − ref‖/‖ref‖ over sampled tokens x sampled channels. The sub-problem keeps every scale the
+// kernel applies to those outputs: block scales become per-row groups (kGroup1x128), which the
+// reference reads element by element; per-row x per-row stays as it is.
+double blockwise_rel_err(const Combo& c, LayerScales& sc, const std::vector<int64_t>& channels,
+                         const std::vector<uint8_t>& w_rows, const uint8_t* x8, const uint16_t* y, int64_t M,
+                         cudaStream_t s) {
+  const int64_t N = sc.N, K = sc.K, G = blocks(K);
+  sc.download_all(s);
+  const std::vector<int64_t> tokens = sample_indices(M, kCheckTokens);
+  const auto T = static_cast<int64_t>(tokens.size()), C = static_cast<int64_t>(channels.size());
+  const bool rowwise = c.gx == ScaleGranularity::kPerRow;
+  std::vector<uint8_t> x(static_cast<size_t>(T * K));
+  std::vector<float> out(static_cast<size_t>(T * C));
+  std::vector<uint16_t> yrow(static_cast<size_t>(N));
+  std::vector<float> sx(static_cast<size_t>(rowwise ? T : G * T)), sw(static_cast<size_t>(rowwise ? C : C * G));
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t m = tokens[t];
+    download(&x[static_cast<size_t>(t * K)], x8 + m * K, static_cast<size_t>(K), s);
+    download(yrow.data(), y + m * N, static_cast<size_t>(2 * N), s);
+    for (int64_t j = 0; j < C; ++j) out[static_cast<size_t>(t * C + j)] = bf16_decode(yrow[static_cast<size_t>(channels[j])]);
+    if (rowwise)
+      sx[static_cast<size_t>(t)] = static_cast<float>(sc.x_at(c.gx, m, M, 0));
+    else
+      for (int64_t g = 0; g < G; ++g) sx[static_cast<size_t>(g * T + t)] = static_cast<float>(sc.x_at(c.gx, m, M, g));
+  }
+  for (int64_t j = 0; j < C; ++j) {
+    if (rowwise)
+      sw[static_cast<size_t>(j)] = static_cast<float>(sc.w_at(c.gw, channels[j], 0));
+    else
+      for (int64_t g = 0; g < G; ++g) sw[static_cast<size_t>(j * G + g)] = static_cast<float>(sc.w_at(c.gw, channels[j], g));
+  }
+  const ScaleGranularity gref = rowwise ? ScaleGranularity::kPerRow : ScaleGranularity::kGroup1x128;
+  std::vector<double> expect(static_cast<size_t>(T * C));
+  ref::gemm_fp8_blockwise(x.data(), K, w_rows.data(), K, T, C, K, gref, sx.data(), T, gref, sw.data(), nullptr,
+                          expect.data());
+  return ref::rel_frobenius_error(expect.data(), out.data(), T, C, C);
+}
+
+void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& ms, bool all_combos,
+                 const ResultTable& table) {
+  const int64_t N = layer.N, K = layer.K, Mmax = *std::max_element(ms.begin(), ms.end());
+  const cudaStream_t s = env.stream;
+  const uint32_t seed = seed_of(layer.name);
+
+  DeviceBuffer w8(static_cast<size_t>(N * K)), x8(static_cast<size_t>(Mmax * K)), y(static_cast<size_t>(2 * Mmax * N));
+  fill_e4m3(w8.get(), static_cast<size_t>(N * K), seed, s);
+  fill_e4m3(x8.get(), static_cast<size_t>(Mmax * K), seed + 1, s);
+  LayerScales scales(Mmax, N, K, seed, s);
+  QSB_CHECK_CUDA(cudaStreamSynchronize(s));
+
+  const std::vector<int64_t> channels = sample_indices(N, kCheckChannels);
+  std::vector<uint8_t> w_rows;  // the sampled rows of w, downloaded on the first check
+
+  for (const int64_t M : ms) {
+    for (const Combo& c : combos(all_combos)) {
+      BenchRow row;
+      row.family = c.family;
+      row.layer = layer.name;
+      row.M = M, row.N = N, row.K = K;
+      row.bytes_moved = N * K + M * K + 2 * M * N + scales.x_bytes(c.gx, M) + scales.w_bytes(c.gw);
+      row.config = "heuristic";  // blockwise.h exposes no config names yet
+
+      if (!env.kernels_ok) {
+        row.add_note("qsgemm: its kernels need an sm_90 GPU");
+      } else {
+        const MatrixView xv(x8.get(), DType::kE4M3, M, K), wv(w8.get(), DType::kE4M3, N, K);
+        const MatrixView yv(y.get(), DType::kBF16, M, N);
+        const ScaleView sx = scales.x_view(c.gx, M), sw = scales.w_view(c.gw);
+        auto linear = [&](cudaStream_t st) {
+          blockwise_linear(xv, sx, wv, sw, VectorView{}, yv, BlockwiseOptions{}, st);
+        };
+        const bool ran = guarded(row, "qsgemm", [&] { row.qsgemm_us = env.timer->time_us(linear, env.time); });
+        if (ran && env.check) {
+          guarded(row, "rel_err", [&] {
+            if (w_rows.empty()) {
+              w_rows.resize(channels.size() * static_cast<size_t>(K));
+              for (size_t j = 0; j < channels.size(); ++j)
+                download(&w_rows[j * static_cast<size_t>(K)], w8.as<uint8_t>() + channels[j] * K,
+                         static_cast<size_t>(K), s);
+            }
+            QSB_CHECK_CUDA(cudaMemsetAsync(y.get(), 0xFF, static_cast<size_t>(2 * M * N), s));  // bf16 NaN
+            linear(s);
+            set_rel_err(row, blockwise_rel_err(c, scales, channels, w_rows, x8.as<uint8_t>(), y.as<uint16_t>(), M, s));
+          });
+        }
+      }
+
+      const GemmOperands f8{M, N, K, x8.get(), w8.get(), y.get()};
+      for (const std::string& b : c.baselines) {
+        if (b == "cublaslt_fp8_block128")
+          run_baseline(env, row, b, [&] { return make_cublaslt_fp8_block128(*env.lt, f8, s); });
+        else if (b == "cublaslt_fp8_tensor")
+          run_baseline(env, row, b, [&] { return make_cublaslt_fp8_tensor(*env.lt, f8, s); });
+        else if (b == "cublaslt_fp8_rowwise")
+          run_baseline(env, row, b, [&] { return make_cublaslt_fp8_rowwise(*env.lt, f8, s); });
+      }
+      table.print_row(row);
+      env.report.rows.push_back(std::move(row));
+    }
+  }
+}
+
+// Dynamic 1x128 FP8 quantization of an M x K bf16 activation, scales M-major (ld = M). rel_err
+// compares the dequantized output with the CPU reference quantizer's on sampled rows.
+void bench_quant_group(BenchEnv& env, int64_t M, int64_t K) {
+  const int64_t G = blocks(K);
+  BenchRow row;
+  row.family = "quant_fp8_group";
+  row.layer = strprintf("%lldx%lld", static_cast<long long>(M), static_cast<long long>(K));
+  row.M = M, row.N = 0, row.K = K;
+  row.out_dtype = "e4m3";
+  row.config = "1x128";
+  row.bytes_moved = 2 * M * K + M * K + 4 * M * G;
+  DeviceBuffer x, q, scales;
+  guarded(row, "alloc", [&] {
+    x = DeviceBuffer(static_cast<size_t>(2 * M * K));
+    q = DeviceBuffer(static_cast<size_t>(M * K));
+    scales = DeviceBuffer(static_cast<size_t>(4 * M * G));
+    fill_bf16(x.get(), static_cast<size_t>(M * K), seed_of(row.layer), 4.0f, env.stream);
+  });
+  const MatrixView xv(x.get(), DType::kBF16, M, K), qv(q.get(), DType::kE4M3, M, K);
+  auto quantize = [&](cudaStream_t st) { quantize_fp8_per_token_group(xv, qv, scales.as<float>(), M, false, st); };
+  const bool ran = x.get() && guarded(row, "qsgemm", [&] { row.qsgemm_us = env.timer->time_us(quantize, env.time); });
+  if (ran && env.check) {
+    guarded(row, "rel_err", [&] {
+      std::vector<float> all_scales(static_cast<size_t>(M * G));
+      download(all_scales.data(), scales.get(), all_scales.size() * 4, env.stream);
+      double num = 0, den = 0;
+      std::vector<uint16_t> xb(static_cast<size_t>(K));
+      std::vector<float> xf(static_cast<size_t>(K)), sr(static_cast<size_t>(G));
+      std::vector<uint8_t> qg(static_cast<size_t>(K)), qr(static_cast<size_t>(K));
+      for (const int64_t m : sample_indices(M, kCheckTokens)) {
+        download(xb.data(), x.as<uint16_t>() + m * K, static_cast<size_t>(2 * K), env.stream);
+        download(qg.data(), q.as<uint8_t>() + m * K, static_cast<size_t>(K), env.stream);
+        for (int64_t k = 0; k < K; ++k) xf[static_cast<size_t>(k)] = bf16_decode(xb[static_cast<size_t>(k)]);
+        ref::quantize_fp8_1x128(xf.data(), 1, K, K, qr.data(), K, sr.data(), 1, false);
+        for (int64_t k = 0; k < K; ++k) {
+          const int64_t g = k / kScaleGroupK;
+          const double r = static_cast<double>(fp8_e4m3_decode(qr[static_cast<size_t>(k)])) * sr[static_cast<size_t>(g)];
+          const double v = static_cast<double>(fp8_e4m3_decode(qg[static_cast<size_t>(k)])) *
+                           all_scales[static_cast<size_t>(g * M + m)];
+          num += (v - r) * (v - r);
+          den += r * r;
+        }
+      }
+      set_rel_err(row, den > 0 ? std::sqrt(num / den) : std::sqrt(num));
+    });
+  }
+  print_memory_row(row, env.report.copy_bandwidth_GBps);
+  env.report.rows.push_back(std::move(row));
+}
+
+void print_summary(const BenchEnv& env, bool all_combos) {
+  const std::vector<BenchRow>& rows = env.report.rows;
+  std::printf("\n== summary (speedup = baseline time / qsgemm time, same run) ==\n");
+  for (const Combo& c : combos(all_combos))
+    for (const std::string& b : c.baselines) print_speedup_summary(rows, c.family, b);
+
+  std::printf("\nDeepSeek-V3 shapes at M=4096, TFLOP/s (qsgemm and cuBLASLt on this GPU; DeepGEMM as published for H800):\n");
+  std::printf("  %-16s %12s %18s %16s\n", "layer", "qsgemm_1d2d", "cublaslt_block128", "DeepGEMM_H800");
+  for (const Published& p : kDeepGemmH800) {
+    const BenchRow* r = nullptr;
+    for (const BenchRow& x : rows)
+      if (x.family == "blockwise_1d2d" && x.layer == p.layer && x.M == 4096) r = &x;
+    auto tflops = [&](std::optional<double> us) {
+      return us && r ? strprintf("%.0f", 2.0 * r->M * r->N * r->K / (*us * 1e-6) / 1e12) : std::string("n/a");
+    };
+    std::printf("  %-16s %12s %18s %16.0f\n", p.layer, tflops(r ? r->qsgemm_us : std::nullopt).c_str(),
+                tflops(r ? r->baseline("cublaslt_fp8_block128") : std::nullopt).c_str(), p.tflops);
+  }
+}
+
+}  // namespace
+
+int bench_blockwise(const BenchOptions& options) {
+  std::vector<Layer> layers;
+  try {
+    layers = select_layers(kBlockwiseLayers, options.layers.empty() && options.quick ? kQuickLayers : options.layers);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qsgemm bench blockwise: %s\n", e.what());
+    return 2;
+  }
+  const std::vector<int64_t> ms = !options.ms.empty() ? options.ms : options.quick ? kQuickMs : default_token_counts();
+
+  return run_bench("blockwise", options, "blockwise.json", [&](BenchEnv& env) {
+    const ResultTable table({"cublaslt_fp8_block128", "cublaslt_fp8_tensor", "cublaslt_fp8_rowwise"},
+                            {"cublaslt_fp8_block128", "cublaslt_fp8_tensor", "cublaslt_fp8_rowwise"});
+    table.print_header();
+    for (const Layer& layer : layers) {
+      try {
+        bench_layer(env, layer, ms, options.all_combos, table);
+      } catch (const ContextLost&) {
+        throw;
+      } catch (const std::exception& e) {
+        std::printf("%s: skipped: %s\n", layer.name.c_str(), e.what());
+        const std::string lost = cuda_context_error();
+        if (!lost.empty()) throw ContextLost(lost);
+      }
+    }
+    std::printf("\n");
+    bench_quant_group(env, 4096, 4096);
+    if (!options.quick) bench_quant_group(env, 8192, 8192);
+    print_summary(env, options.all_combos);
+  });
+}
+
+}  // namespace qsgemm::bench

@@ -1,0 +1,141 @@
+// bench/bench_main.cpp — the command line of `qsgemm bench`.
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+
+namespace qsgemm::bench {
+namespace {
+
+const char kUsage[] =
+    "usage: qsgemm bench <sparse24|blockwise|all> [options]\n"
+    "\n"
+    "Times qsgemm's kernels and the vendor baselines on the same shapes in the same run (L2 flushed\n"
+    "before every timed run, median), prints a table with speedups, TFLOP/s and GB/s, and writes\n"
+    "<out>/<benchmark>.json in the shape of shared/BENCH_RESULTS.md.\n"
+    "\n"
+    "  sparse24    2:4 sparse FP8 (sparse24_linear) vs cuBLASLt FP8 row-wise, cuSPARSELt FP8 2:4, cuBLAS bf16;\n"
+    "              plus sparse24_compress and quantize_fp8_per_token rows\n"
+    "  blockwise   FP8 1x128 x 128x128 (blockwise_linear) vs cuBLASLt FP8 block-scaled and per-tensor,\n"
+    "              row-wise vs cuBLASLt FP8 row-wise; plus quantize_fp8_per_token_group rows\n"
+    "  all         both, one after the other\n"
+    "\n"
+    "options:\n"
+    "  --out DIR        folder of the JSON files (default bench/results/h200, created if missing)\n"
+    "  --json FILE      write the JSON to FILE instead (one benchmark only)\n"
+    "  --layers a,b     only these layers, e.g. l3-8b.o,l3-70b.down (one benchmark only)\n"
+    "  --ms 1,16,4096   only these token counts M (default 1,8,16,32,64,...,16384)\n"
+    "  --quick          a smoke test: 2 layers x M in {16, 256, 4096}\n"
+    "  --all-combos     blockwise: also the 1d1d, 2d1d and 2d2d families (no baseline for those)\n"
+    "  --graph          time runs shorter than 50 us as CUDA-graph replays\n"
+    "  --no-check       skip rel_err (float64 CPU reference on sampled outputs)\n"
+    "  --reps N         timed runs per measurement at most (default 50)\n"
+    "  --budget-ms T    fewer runs when N runs would take more than T ms of GPU time (default 200)\n"
+    "  --help           this text\n"
+    "\n"
+    "environment:\n"
+    "  QSGEMM_GIT_COMMIT       recorded as git_commit in the JSON (default \"unknown\")\n"
+    "  QSGEMM_CUSPARSELT_LIB   libcusparseLt.so.0 (or its folder) when the loader cannot find it\n"
+    "\n"
+    "exit codes: 0 the sweep ran and the JSON was written (failed points carry notes);\n"
+    "            1 the JSON could not be written, or the CUDA context was lost (rows so far are written);\n"
+    "            2 bad usage, or no usable GPU\n";
+
+std::vector<std::string> split_csv(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+int64_t parse_int(const std::string& s, const char* option, int64_t min_value) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || errno != 0 || v < min_value)
+    throw std::invalid_argument(std::string(option) + ": '" + s + "' is not an integer >= " + std::to_string(min_value));
+  return v;
+}
+
+}  // namespace
+
+int bench_main(int argc, char** argv) {
+  BenchOptions opt;
+  std::string which;
+  try {
+    for (int i = 0; i < argc; ++i) {
+      std::string arg = argv[i], value;
+      const bool has_eq = arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos;
+      if (has_eq) {
+        value = arg.substr(arg.find('=') + 1);
+        arg = arg.substr(0, arg.find('='));
+      }
+      auto take = [&]() -> std::string {
+        if (has_eq) return value;
+        if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
+        return argv[++i];
+      };
+      if (arg == "--help" || arg == "-h") {
+        std::fputs(kUsage, stdout);
+        return 0;
+      } else if (arg == "--out") {
+        opt.out_dir = take();
+      } else if (arg == "--json") {
+        opt.json_path = take();
+      } else if (arg == "--layers") {
+        opt.layers = split_csv(take());
+      } else if (arg == "--ms") {
+        for (const std::string& m : split_csv(take())) opt.ms.push_back(parse_int(m, "--ms", 1));
+        if (opt.ms.empty()) throw std::invalid_argument("--ms needs at least one value");
+      } else if (arg == "--quick") {
+        opt.quick = true;
+      } else if (arg == "--all-combos") {
+        opt.all_combos = true;
+      } else if (arg == "--graph") {
+        opt.graph = true;
+      } else if (arg == "--no-check") {
+        opt.check = false;
+      } else if (arg == "--reps") {
+        opt.reps = static_cast<int>(parse_int(take(), "--reps", 1));
+      } else if (arg == "--budget-ms") {
+        opt.budget_ms = static_cast<double>(parse_int(take(), "--budget-ms", 1));
+      } else if (arg.rfind("-", 0) == 0) {
+        throw std::invalid_argument("unknown option " + arg);
+      } else if (which.empty()) {
+        which = arg;
+      } else {
+        throw std::invalid_argument("unexpected argument '" + arg + "'");
+      }
+    }
+    if (which.empty()) throw std::invalid_argument("which benchmark? sparse24, blockwise or all");
+    if (which != "sparse24" && which != "blockwise" && which != "all")
+      throw std::invalid_argument("unknown benchmark '" + which + "' (sparse24, blockwise or all)");
+    if (which == "all" && (!opt.layers.empty() || !opt.json_path.empty()))
+      throw std::invalid_argument("--layers and --json need one benchmark (sparse24 or blockwise), not all");
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "qsgemm bench: %s\n\n%s", e.what(), kUsage);
+    return 2;
+  }
+
+  if (which == "sparse24") return bench_sparse24(opt);
+  if (which == "blockwise") return bench_blockwise(opt);
+  const int a = bench_sparse24(opt);
+  if (a == 2) return a;  // no GPU: the second would say the same
+  const int b = bench_blockwise(opt);
+  return std::max(a, b);
+}
+
+}  // namespace qsgemm::bench

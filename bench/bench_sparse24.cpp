@@ -1,0 +1,338 @@
+// bench/bench_sparse24.cpp — `qsgemm bench sparse24`: the 2:4-sparse FP8 linear against cuBLASLt FP8
+// (per-token x per-channel), cuSPARSELt FP8 2:4 and cuBLAS bf16, same shapes, same run.
+//
+// Per layer (weight N x K) the weight is random bf16, compressed once by qsgemm::sparse24_compress
+// (magnitude pruning, per-channel scales); activations are random e4m3 with random positive
+// per-token scales. qsgemm_us is sparse24_linear with bf16 output and no bias, the configuration the
+// heuristic picks. The baselines get dense random e4m3 / bf16 operands of the same shape (their
+// times do not depend on the values; cuSPARSELt prunes its own copy).
+//
+// rel_err: the float64 CPU reference (qsgemm::ref::gemm_sparse24_fp8) on the same quantized
+// operands, over up to 8 sampled tokens x 256 sampled output channels of every point (the output is
+// poisoned with NaN first, so an unwritten element fails).
+//
+// Also: compress_sparse24 (sparse24_compress of a 28672 x 8192 bf16 weight, host wall time — the call
+// synchronizes) and quant_fp8_per_token (quantize_fp8_per_token of M x K bf16) rows.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "bench_common.h"
+#include "qsgemm/error.h"
+#include "qsgemm/formats.h"
+#include "qsgemm/quant.h"
+#include "qsgemm/reference.h"
+#include "qsgemm/sparse24.h"
+#include "qsgemm/tensor.h"
+
+namespace qsgemm::bench {
+namespace {
+
+// Llama 3 8B / 70B linear layers (weight N x K), and 70B sharded 8 ways (tensor parallel).
+const std::vector<Layer> kSparseLayers = {
+    {"l3-8b.qkv", 6144, 4096},        {"l3-8b.o", 4096, 4096},
+    {"l3-8b.gate_up", 28672, 4096},   {"l3-8b.down", 4096, 14336},
+    {"l3-70b.qkv", 10240, 8192},      {"l3-70b.o", 8192, 8192},
+    {"l3-70b.gate_up", 57344, 8192},  {"l3-70b.down", 8192, 28672},
+    {"l3-70b-tp8.qkv", 1280, 8192},   {"l3-70b-tp8.o", 8192, 1024},
+    {"l3-70b-tp8.gate_up", 7168, 8192}, {"l3-70b-tp8.down", 8192, 3584},
+};
+const std::vector<std::string> kQuickLayers = {"l3-8b.o", "l3-70b.down"};
+const std::vector<int64_t> kQuickMs = {16, 256, 4096};
+
+constexpr int64_t kCheckTokens = 8;      // rows of Y checked against the reference per point
+constexpr int64_t kCheckChannels = 256;  // columns of Y checked per point
+constexpr float kActScaleLo = 0.5f / 448.0f, kActScaleHi = 2.0f / 448.0f;
+
+// The sampled output channels of a compressed weight, as a smaller weight on the host: the chosen
+// rows' values and scales, and their metadata nibbles re-laid for the smaller row count
+// (docs/formats.md §4.3: the metadata interleaves 64 rows, so rows cannot be sliced in place).
+ref::Sparse24Host download_channels(const SparseFp8Weight& w, const std::vector<int64_t>& channels, cudaStream_t s) {
+  const int64_t N = w.N, K = w.K, C = static_cast<int64_t>(channels.size());
+  ref::Sparse24Host h;
+  h.N = C;
+  h.K = K;
+  h.values.resize(static_cast<size_t>(C * K / 2));
+  for (int64_t j = 0; j < C; ++j)
+    download(&h.values[static_cast<size_t>(j * K / 2)], w.values + channels[j] * (K / 2), static_cast<size_t>(K / 2), s);
+  std::vector<uint8_t> meta(static_cast<size_t>(sparse24_meta_bytes(N, K)));
+  download(meta.data(), w.meta, meta.size(), s);
+  h.meta.assign(static_cast<size_t>(sparse24_meta_bytes(C, K)), static_cast<uint8_t>(kSparse24PadNibble * 0x11));
+  for (int64_t j = 0; j < C; ++j)
+    for (int64_t k = 0; k < K; k += 4) {
+      const int shift = sparse24_meta_shift(k);
+      const uint8_t nibble = (meta[static_cast<size_t>(sparse24_meta_offset(N, channels[j], k))] >> shift) & 0xF;
+      uint8_t& b = h.meta[static_cast<size_t>(sparse24_meta_offset(C, j, k))];
+      b = static_cast<uint8_t>((b & ~(0xF << shift)) | (nibble << shift));
+    }
+  const size_t scale_count = w.per_tensor_scale ? 1 : static_cast<size_t>(N);
+  std::vector<float> scales(scale_count);
+  download(scales.data(), w.scales, 4 * scale_count, s);
+  if (w.per_tensor_scale) {
+    h.scales = scales;
+  } else {
+    for (int64_t n : channels) h.scales.push_back(scales[static_cast<size_t>(n)]);
+  }
+  return h;
+}
+
+// ‖Y − ref‖/‖ref‖ over sampled tokens x the channels of `wref`.
+double sparse_rel_err(const ref::Sparse24Host& wref, const std::vector<int64_t>& channels, const uint8_t* x8,
+                      const float* x_scale, const uint16_t* y, int64_t M, int64_t N, int64_t K, cudaStream_t s) {
+  const std::vector<int64_t> tokens = sample_indices(M, kCheckTokens);
+  const auto T = static_cast<int64_t>(tokens.size()), C = static_cast<int64_t>(channels.size());
+  std::vector<uint8_t> x(static_cast<size_t>(T * K));
+  std::vector<float> sx(static_cast<size_t>(T)), out(static_cast<size_t>(T * C));
+  std::vector<uint16_t> yrow(static_cast<size_t>(N));
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t m = tokens[t];
+    download(&x[static_cast<size_t>(t * K)], x8 + m * K, static_cast<size_t>(K), s);
+    download(&sx[static_cast<size_t>(t)], x_scale + m, 4, s);
+    download(yrow.data(), y + m * N, static_cast<size_t>(2 * N), s);
+    for (int64_t j = 0; j < C; ++j) out[static_cast<size_t>(t * C + j)] = bf16_decode(yrow[static_cast<size_t>(channels[j])]);
+  }
+  std::vector<double> expect(static_cast<size_t>(T * C));
+  ref::gemm_sparse24_fp8(x.data(), K, T, wref, sx.data(), false, nullptr, expect.data());
+  return ref::rel_frobenius_error(expect.data(), out.data(), T, C, C);
+}
+
+void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& ms, const ResultTable& table) {
+  const int64_t N = layer.N, K = layer.K, Mmax = *std::max_element(ms.begin(), ms.end());
+  const cudaStream_t s = env.stream;
+  const uint32_t seed = seed_of(layer.name);
+
+  // The dense bf16 weight: compressed by qsgemm, and the cuBLAS bf16 baseline's W.
+  DeviceBuffer w16(static_cast<size_t>(2 * N * K));
+  fill_bf16(w16.get(), static_cast<size_t>(N * K), seed, 1.0f, s);
+
+  BenchRow failure;  // collects a compression failure, copied into every row of the layer
+  std::optional<SparseFp8Weight> w;
+  DeviceBuffer values, meta, w_scales, workspace;
+  guarded(failure, "qsgemm sparse24_compress", [&] {
+    const Sparse24WeightBytes wb = sparse24_weight_bytes(N, K, false);
+    values = DeviceBuffer(wb.values);
+    meta = DeviceBuffer(wb.meta);
+    w_scales = DeviceBuffer(wb.scales);
+    workspace = DeviceBuffer(sparse24_compress_workspace_bytes(N, K));
+    SparseFp8Weight sw;
+    sw.N = N;
+    sw.K = K;
+    sw.values = values.as<uint8_t>();
+    sw.meta = meta.as<uint8_t>();
+    sw.scales = w_scales.as<float>();
+    sparse24_compress(MatrixView(w16.get(), DType::kBF16, N, K), sw, Sparse24CompressOptions{}, workspace.get(), s);
+    w = sw;
+  });
+  workspace = DeviceBuffer();
+  const int64_t weight_bytes = N * K / 2 + sparse24_meta_bytes(N, K) + 4 * N;  // what the kernel must read
+
+  // Baseline weight (dense e4m3) and activations, sized for the largest M.
+  DeviceBuffer w8(static_cast<size_t>(N * K));
+  fill_e4m3(w8.get(), static_cast<size_t>(N * K), seed + 1, s);
+  DeviceBuffer x8(static_cast<size_t>(Mmax * K)), x_scale(static_cast<size_t>(4 * Mmax));
+  DeviceBuffer x16(static_cast<size_t>(2 * Mmax * K)), y(static_cast<size_t>(2 * Mmax * N));
+  fill_e4m3(x8.get(), static_cast<size_t>(Mmax * K), seed + 2, s);
+  fill_f32(x_scale.as<float>(), static_cast<size_t>(Mmax), seed + 3, kActScaleLo, kActScaleHi, s);
+  fill_bf16(x16.get(), static_cast<size_t>(Mmax * K), seed + 4, 1.0f, s);
+  QSB_CHECK_CUDA(cudaStreamSynchronize(s));
+
+  const std::vector<int64_t> channels = sample_indices(N, kCheckChannels);
+  std::optional<ref::Sparse24Host> wref;  // downloaded on the first check
+
+  for (const int64_t M : ms) {
+    BenchRow row;
+    row.family = "sparse24";
+    row.layer = layer.name;
+    row.M = M, row.N = N, row.K = K;
+    row.bytes_moved = weight_bytes + M * K + 2 * M * N + 4 * M;
+    guarded(row, "sparse24_choose_config",
+            [&] { row.config = sparse24_config(sparse24_choose_config(M, N, K, env.report.sms)).name(); });
+
+    if (!w) {
+      row.add_note(failure.notes);
+    } else if (!env.kernels_ok) {
+      row.add_note("qsgemm: its kernels need an sm_90 GPU");
+    } else {
+      const MatrixView xv(x8.get(), DType::kE4M3, M, K), yv(y.get(), DType::kBF16, M, N);
+      const ScaleView sv{x_scale.as<float>(), ScaleGranularity::kPerRow, 0};
+      const SparseFp8Weight weight = *w;
+      auto linear = [&](cudaStream_t st) {
+        sparse24_linear(xv, sv, weight, VectorView{}, yv, Sparse24LinearOptions{}, st);
+      };
+      const bool ran = guarded(row, "qsgemm", [&] { row.qsgemm_us = env.timer->time_us(linear, env.time); });
+      if (ran && env.check) {
+        guarded(row, "rel_err", [&] {
+          if (!wref) wref = download_channels(weight, channels, s);
+          QSB_CHECK_CUDA(cudaMemsetAsync(y.get(), 0xFF, static_cast<size_t>(2 * M * N), s));  // bf16 NaN
+          linear(s);
+          set_rel_err(row, sparse_rel_err(*wref, channels, x8.as<uint8_t>(), x_scale.as<float>(), y.as<uint16_t>(),
+                                          M, N, K, s));
+        });
+      }
+    }
+
+    const GemmOperands f8{M, N, K, x8.get(), w8.get(), y.get()};
+    const GemmOperands b16{M, N, K, x16.get(), w16.get(), y.get()};
+    run_baseline(env, row, "cublaslt_fp8_rowwise", [&] { return make_cublaslt_fp8_rowwise(*env.lt, f8, s); });
+    run_baseline(env, row, "cusparselt_fp8", [&] { return make_cusparselt_fp8(f8, s); });
+    run_baseline(env, row, "cublas_bf16", [&] { return make_cublas_bf16(*env.lt, b16, s); });
+
+    table.print_row(row);
+    env.report.rows.push_back(std::move(row));
+  }
+}
+
+// sparse24_compress is a load-time operation that synchronizes once to report data errors: time it
+// on the host clock, after one warm-up call.
+void bench_compress(BenchEnv& env, int64_t N, int64_t K) {
+  BenchRow row;
+  row.family = "compress_sparse24";
+  row.layer = strprintf("%lldx%lld", static_cast<long long>(N), static_cast<long long>(K));
+  row.M = 0, row.N = N, row.K = K;
+  row.out_dtype = "e4m3";
+  row.config = "magnitude_per_channel";
+  row.bytes_moved = 2 * N * K + N * K / 2 + sparse24_meta_bytes(N, K) + 4 * N;
+  guarded(row, "qsgemm", [&] {
+    DeviceBuffer w16(static_cast<size_t>(2 * N * K));
+    fill_bf16(w16.get(), static_cast<size_t>(N * K), seed_of(row.layer), 1.0f, env.stream);
+    const Sparse24WeightBytes wb = sparse24_weight_bytes(N, K, false);
+    DeviceBuffer values(wb.values), meta(wb.meta), scales(wb.scales), ws(sparse24_compress_workspace_bytes(N, K));
+    SparseFp8Weight w;
+    w.N = N;
+    w.K = K;
+    w.values = values.as<uint8_t>();
+    w.meta = meta.as<uint8_t>();
+    w.scales = scales.as<float>();
+    const MatrixView wv(w16.get(), DType::kBF16, N, K);
+    QSB_CHECK_CUDA(cudaStreamSynchronize(env.stream));
+    row.qsgemm_us = host_time_us(
+        [&] { sparse24_compress(wv, w, Sparse24CompressOptions{}, ws.get(), env.stream); }, 1, 5);
+  });
+  row.add_note("host wall time of the call, including its one stream synchronization");
+  print_memory_row(row, env.report.copy_bandwidth_GBps);
+  env.report.rows.push_back(std::move(row));
+}
+
+// Dynamic per-token FP8 quantization of an M x K bf16 activation. rel_err compares the dequantized
+// output with the CPU reference quantizer's on sampled rows (0 when bit-identical, as it should be).
+void bench_quant_per_token(BenchEnv& env, int64_t M, int64_t K) {
+  BenchRow row;
+  row.family = "quant_fp8_per_token";
+  row.layer = strprintf("%lldx%lld", static_cast<long long>(M), static_cast<long long>(K));
+  row.M = M, row.N = 0, row.K = K;
+  row.out_dtype = "e4m3";
+  row.bytes_moved = 2 * M * K + M * K + 4 * M;
+  DeviceBuffer x, q, scales;
+  guarded(row, "alloc", [&] {
+    x = DeviceBuffer(static_cast<size_t>(2 * M * K));
+    q = DeviceBuffer(static_cast<size_t>(M * K));
+    scales = DeviceBuffer(static_cast<size_t>(4 * M));
+    fill_bf16(x.get(), static_cast<size_t>(M * K), seed_of(row.layer), 4.0f, env.stream);
+  });
+  const MatrixView xv(x.get(), DType::kBF16, M, K), qv(q.get(), DType::kE4M3, M, K);
+  auto quantize = [&](cudaStream_t st) { quantize_fp8_per_token(xv, qv, scales.as<float>(), false, st); };
+  const bool ran = x.get() && guarded(row, "qsgemm", [&] { row.qsgemm_us = env.timer->time_us(quantize, env.time); });
+  if (ran && env.check) {
+    guarded(row, "rel_err", [&] {
+      double num = 0, den = 0;
+      std::vector<uint16_t> xb(static_cast<size_t>(K));
+      std::vector<float> xf(static_cast<size_t>(K));
+      std::vector<uint8_t> qg(static_cast<size_t>(K)), qr(static_cast<size_t>(K));
+      for (const int64_t m : sample_indices(M, kCheckTokens)) {
+        float sg = 0, sr = 0;
+        download(xb.data(), x.as<uint16_t>() + m * K, static_cast<size_t>(2 * K), env.stream);
+        download(qg.data(), q.as<uint8_t>() + m * K, static_cast<size_t>(K), env.stream);
+        download(&sg, scales.as<float>() + m, 4, env.stream);
+        for (int64_t k = 0; k < K; ++k) xf[static_cast<size_t>(k)] = bf16_decode(xb[static_cast<size_t>(k)]);
+        ref::quantize_fp8_per_row(xf.data(), 1, K, K, qr.data(), K, &sr, false);
+        for (int64_t k = 0; k < K; ++k) {
+          const double r = static_cast<double>(fp8_e4m3_decode(qr[static_cast<size_t>(k)])) * sr;
+          const double g = static_cast<double>(fp8_e4m3_decode(qg[static_cast<size_t>(k)])) * sg;
+          num += (g - r) * (g - r);
+          den += r * r;
+        }
+      }
+      set_rel_err(row, den > 0 ? std::sqrt(num / den) : std::sqrt(num));
+    });
+  }
+  print_memory_row(row, env.report.copy_bandwidth_GBps);
+  env.report.rows.push_back(std::move(row));
+}
+
+void print_summary(const BenchEnv& env) {
+  const std::vector<BenchRow>& rows = env.report.rows;
+  std::printf("\n== summary (speedup = baseline time / qsgemm time, same run) ==\n");
+  print_speedup_summary(rows, "sparse24", "cublaslt_fp8_rowwise");
+
+  const auto big = speedups(rows, "sparse24", "cusparselt_fp8", 256, INT64_MAX);
+  const auto small = speedups(rows, "sparse24", "cusparselt_fp8", 0, 128);
+  std::printf("sparse24 vs cusparselt_fp8:");
+  if (big.empty())
+    std::printf("  M >= 256: n/a");
+  else
+    std::printf("  M >= 256: min %.2fx, geomean %.2fx (%zu points)", *std::min_element(big.begin(), big.end()),
+                geomean(big), big.size());
+  if (small.empty())
+    std::printf("  M <= 128: n/a\n");
+  else
+    std::printf("  M <= 128: geomean %.2fx (%zu points)\n", geomean(small), small.size());
+
+  // At decode sizes the kernel should be bound by reading the compressed weight.
+  std::vector<double> frac;
+  for (const BenchRow& r : rows) {
+    if (r.family != "sparse24" || r.M > 32 || !r.qsgemm_us) continue;
+    const double w = static_cast<double>(r.N * r.K / 2 + sparse24_meta_bytes(r.N, r.K) + 4 * r.N);
+    frac.push_back(w / (*r.qsgemm_us * 1e-6) / 1e9 / env.report.copy_bandwidth_GBps);
+  }
+  if (frac.empty())
+    std::printf("M <= 32: compressed-weight bandwidth n/a\n");
+  else
+    std::printf("M <= 32: the compressed weight moves at %.0f%% .. %.0f%% of copy bandwidth (median %.0f%%, %zu points)\n",
+                100 * *std::min_element(frac.begin(), frac.end()), 100 * *std::max_element(frac.begin(), frac.end()),
+                100 * median(frac), frac.size());
+}
+
+}  // namespace
+
+int bench_sparse24(const BenchOptions& options) {
+  std::vector<Layer> layers;
+  try {
+    layers = select_layers(kSparseLayers, options.layers.empty() && options.quick ? kQuickLayers : options.layers);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qsgemm bench sparse24: %s\n", e.what());
+    return 2;
+  }
+  const std::vector<int64_t> ms = !options.ms.empty() ? options.ms : options.quick ? kQuickMs : default_token_counts();
+
+  return run_bench("sparse24", options, "sparse24.json", [&](BenchEnv& env) {
+    std::printf("cuSPARSELt: %s\n", cusparselt_status().c_str());
+    const ResultTable table({"cublaslt_fp8_rowwise", "cusparselt_fp8", "cublas_bf16"},
+                            {"cublaslt_fp8_rowwise", "cusparselt_fp8"});
+    table.print_header();
+    for (const Layer& layer : layers) {
+      try {
+        bench_layer(env, layer, ms, table);
+      } catch (const ContextLost&) {
+        throw;
+      } catch (const std::exception& e) {  // e.g. out of memory for this layer's buffers
+        std::printf("%s: skipped: %s\n", layer.name.c_str(), e.what());
+        const std::string lost = cuda_context_error();
+        if (!lost.empty()) throw ContextLost(lost);
+      }
+    }
+    std::printf("\n");
+    bench_compress(env, 28672, 8192);
+    bench_quant_per_token(env, 4096, 4096);
+    if (!options.quick) bench_quant_per_token(env, 8192, 8192);
+    print_summary(env);
+  });
+}
+
+}  // namespace qsgemm::bench

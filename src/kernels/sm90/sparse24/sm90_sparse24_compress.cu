@@ -1,0 +1,209 @@
+// 2:4 pruning, FP8 quantization and compression of a dense weight, and the inverse.
+//
+// One thread handles 8 consecutive columns = two groups of 4 = exactly one metadata byte and four
+// kept values (one 4-byte store), so every write is whole bytes and no atomics touch the outputs.
+// Per-channel scales need the amax of a row's kept values before any value is quantized: one block
+// owns a row, reduces the amax in pass 1 and quantizes in pass 2 (the re-read of the row hits L2).
+// Layouts: docs/formats.md §4; the host twin is ref::sparse24_compress (src/reference.cpp).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/sm90/quant/fp8_common.cuh"
+#include "kernels/sm90/sparse24/sparse24_launch.h"
+#include "qsgemm/formats.h"
+#include "validate.h"
+
+namespace qsgemm::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+// sparse24_select (formats.cpp) on the device: the two largest magnitudes, ties to the lower index.
+__device__ __forceinline__ uint32_t select24(const float* g) {
+  uint32_t kept[2];
+  int n = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    int beaten_by = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float ai = fabsf(g[i]), aj = fabsf(g[j]);
+      beaten_by += (aj > ai || (aj == ai && j < i)) ? 1 : 0;
+    }
+    if (beaten_by < 2 && n < 2) kept[n++] = i;
+  }
+  return kept[0] | (kept[1] << 2);
+}
+
+__device__ __forceinline__ int64_t meta_offset(int64_t rows_padded, int64_t n, int64_t k) {
+  return ((k / kSparse24MetaKAlign) * rows_padded + n) * (kSparse24MetaKAlign / 8) + (k % kSparse24MetaKAlign) / 8;
+}
+
+// Selects the two groups of a chunk; checks finiteness and (require mode) 2:4-ness; returns the amax
+// of the kept values and the metadata byte.
+__device__ __forceinline__ float select_chunk(const float (&v)[8], int64_t n, int64_t k, int64_t K, bool require_24,
+                                              Sparse24CompressStatus* status, uint32_t* meta_byte) {
+  float amax = 0.0f;
+  uint32_t byte = 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float* g = v + 4 * h;
+    int nonzero = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (!isfinite(g[i])) atomicMin(&status->first_nonfinite, static_cast<unsigned long long>(n * K + k + 4 * h + i));
+      nonzero += g[i] != 0.0f;
+    }
+    if (require_24 && nonzero > 2)
+      atomicMin(&status->first_not_24, static_cast<unsigned long long>(n * (K / 4) + (k / 4) + h));
+    const uint32_t s = select24(g);
+    amax = fmaxf(amax, fmaxf(fabsf(g[s & 3]), fabsf(g[s >> 2])));
+    byte |= s << (4 * h);
+  }
+  *meta_byte = byte;
+  return amax;
+}
+
+__device__ __forceinline__ float block_max(float v) {
+  __shared__ float warp_max[kThreads / 32];
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, off));
+  __syncthreads();  // warp_max may still be read by a previous call
+  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kThreads / 32; ++w) v = fmaxf(v, warp_max[w]);
+  return v;
+}
+
+// Per-tensor mode, pass 1: the amax of the kept values of the whole weight.
+template <class T>
+__global__ void __launch_bounds__(kThreads) sparse24_amax(const T* __restrict__ w, int64_t ldw, int64_t K,
+                                                          Sparse24CompressStatus* status) {
+  const int64_t n = blockIdx.x;
+  float amax = 0.0f;
+  for (int64_t k = threadIdx.x * 8; k < K; k += kThreads * 8) {
+    float v[8];
+    load8(w + n * ldw + k, v);
+    uint32_t byte;
+    amax = fmaxf(amax, select_chunk(v, n, k, K, false, status, &byte));
+  }
+  amax = block_max(amax);
+  if (threadIdx.x == 0) atomicMax(&status->amax_bits, __float_as_uint(amax));  // amax >= 0: int order == float order
+}
+
+// Main pass: one block per row. scale_mode 0: per-channel (pass 1 here), 1: per-tensor (from
+// status->amax_bits), 2: given (scales[] read).
+template <class T>
+__global__ void __launch_bounds__(kThreads) sparse24_compress(const T* __restrict__ w, int64_t ldw, int64_t N, int64_t K,
+                                                              bool require_24, int scale_mode, bool given_scalar,
+                                                              uint8_t* __restrict__ values, uint8_t* __restrict__ meta,
+                                                              float* __restrict__ scales,
+                                                              Sparse24CompressStatus* status) {
+  const int64_t n = blockIdx.x;
+  const T* row = w + n * ldw;
+  float s;
+  if (scale_mode == 0) {
+    float amax = 0.0f;
+    for (int64_t k = threadIdx.x * 8; k < K; k += kThreads * 8) {
+      float v[8];
+      load8(row + k, v);
+      uint32_t byte;
+      amax = fmaxf(amax, select_chunk(v, n, k, K, require_24, status, &byte));
+    }
+    s = fp8_scale_from_amax(block_max(amax), false);
+    if (threadIdx.x == 0) scales[n] = s;
+  } else if (scale_mode == 1) {
+    s = fp8_scale_from_amax(__uint_as_float(status->amax_bits), false);
+    if (n == 0 && threadIdx.x == 0) scales[0] = s;
+  } else {
+    s = scales[given_scalar ? 0 : n];
+  }
+  const int64_t rows_padded = (N + kSparse24MetaRowAlign - 1) / kSparse24MetaRowAlign * kSparse24MetaRowAlign;
+  for (int64_t k = threadIdx.x * 8; k < K; k += kThreads * 8) {
+    float v[8];
+    load8(row + k, v);
+    uint32_t byte;
+    // Validation runs here for the modes that had no pass 1 over this row.
+    select_chunk(v, n, k, K, require_24 && scale_mode != 0, status, &byte);
+    uint32_t packed = 0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t sel = (byte >> (4 * h)) & 0xF;
+      packed |= static_cast<uint32_t>(fp8_quantize(v[4 * h + (sel & 3)], s)) << (16 * h);
+      packed |= static_cast<uint32_t>(fp8_quantize(v[4 * h + (sel >> 2)], s)) << (16 * h + 8);
+    }
+    *reinterpret_cast<uint32_t*>(values + n * (K / 2) + k / 2) = packed;
+    meta[meta_offset(rows_padded, n, k)] = static_cast<uint8_t>(byte);
+  }
+}
+
+template <class Out>
+__global__ void __launch_bounds__(kThreads) sparse24_decompress(const uint8_t* __restrict__ values,
+                                                                const uint8_t* __restrict__ meta,
+                                                                const float* __restrict__ scales, bool scale_scalar,
+                                                                int64_t N, int64_t K, Out* __restrict__ out,
+                                                                int64_t ld_out) {
+  const int64_t chunks = K / 8, total = N * chunks;
+  const int64_t rows_padded = (N + kSparse24MetaRowAlign - 1) / kSparse24MetaRowAlign * kSparse24MetaRowAlign;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * kThreads) {
+    const int64_t n = i / chunks, k = (i % chunks) * 8;
+    const float s = scales[scale_scalar ? 0 : n];
+    const uint32_t byte = meta[meta_offset(rows_padded, n, k)];
+    const uint32_t packed = *reinterpret_cast<const uint32_t*>(values + n * (K / 2) + k / 2);
+    float d[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t sel = (byte >> (4 * h)) & 0xF;
+      const __nv_fp8_e4m3* q = reinterpret_cast<const __nv_fp8_e4m3*>(&packed);
+      d[4 * h + (sel & 3)] = static_cast<float>(q[2 * h]) * s;
+      d[4 * h + (sel >> 2)] = static_cast<float>(q[2 * h + 1]) * s;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if constexpr (std::is_same_v<Out, float>)
+        out[n * ld_out + k + j] = d[j];
+      else
+        out[n * ld_out + k + j] = __float2bfloat16_rn(d[j]);
+    }
+  }
+}
+
+}  // namespace
+
+void launch_sparse24_compress(const void* w, DType wt, int64_t ldw, int64_t N, int64_t K, bool require_24,
+                              int scale_mode, bool given_scalar, uint8_t* values, uint8_t* meta, float* scales,
+                              Sparse24CompressStatus* status, cudaStream_t stream) {
+  const char* fn = "sparse24_compress";
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T* wp = static_cast<const T*>(w);
+    if (scale_mode == 1) sparse24_amax<T><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(wp, ldw, K, status);
+    sparse24_compress<T><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(wp, ldw, N, K, require_24, scale_mode,
+                                                                            given_scalar, values, meta, scales, status);
+  };
+  switch (wt) {
+    case DType::kBF16: run(__nv_bfloat16{}); break;
+    case DType::kF16: run(__half{}); break;
+    case DType::kF32: run(float{}); break;
+    default: detail::fail(fn, Status::kInternal, "w", "unexpected dtype");
+  }
+  detail::check_launch(fn, "compress kernel");
+}
+
+void launch_sparse24_decompress(const uint8_t* values, const uint8_t* meta, const float* scales, bool scale_scalar,
+                                int64_t N, int64_t K, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream) {
+  const int64_t total = N * (K / 8);
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>((total + kThreads - 1) / kThreads, 132 * 32));
+  if (out_dtype == DType::kF32)
+    sparse24_decompress<float><<<grid, kThreads, 0, stream>>>(values, meta, scales, scale_scalar, N, K,
+                                                              static_cast<float*>(out), ld_out);
+  else
+    sparse24_decompress<__nv_bfloat16><<<grid, kThreads, 0, stream>>>(values, meta, scales, scale_scalar, N, K,
+                                                                      static_cast<__nv_bfloat16*>(out), ld_out);
+  detail::check_launch("sparse24_decompress", "decompress kernel");
+}
+
+}  // namespace qsgemm::kernels

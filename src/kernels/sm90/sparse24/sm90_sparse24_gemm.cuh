@@ -1,0 +1,135 @@
+// The 2:4 sparse FP8 GEMM on sm_90a, composed from CUTLASS 4.2's sparse FP8 mainloop and an EVT
+// epilogue that applies the scales and the bias in the swapped (Yᵀ = W·Xᵀ) coordinates:
+//
+//   D[i, j] = w_scale[i] * (x_scale[j] * acc[i, j]) + bias[i]      i: weight row, j: token
+//
+// A (sparse, K-major) = compressed W values + metadata, B (K-major) = X read as column-major,
+// D column-major = Y row-major. Scales and bias are broadcasts: w_scale and bias per row of D
+// (column vectors), x_scale per column of D (a row vector). Each scale can also be a scalar:
+// the broadcasts take a run-time stride flag, so one kernel serves both (no extra instantiation).
+#pragma once
+
+#include <mutex>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "cutlass/numeric_types.h"
+#include "kernels/sm90/sparse24/sparse24_launch.h"
+#include "validate.h"
+
+namespace qsgemm::kernels {
+
+template <int TM, int TN, int TK, int CM, int CN, bool Cooperative, class ElementOut, class ElementBias>
+struct Sm90Sparse24Gemm {
+  using namespace_cute_dummy = void;
+  using TileShape = cute::Shape<cute::Int<TM>, cute::Int<TN>, cute::Int<TK>>;
+  using ClusterShape = cute::Shape<cute::Int<CM>, cute::Int<CN>, cute::_1>;
+  using ElementA = cutlass::float_e4m3_t;
+  using ElementB = cutlass::float_e4m3_t;
+  using ElementAcc = float;
+  // Non-FastAccum schedules: the FP8 mainloop promotes partial sums to float32 every
+  // mma_promotion_interval (4) MMAs, i.e. every 256 of K (sparse k64 MMAs); see docs/performance.md.
+  using KernelSchedule = std::conditional_t<Cooperative, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
+                                            cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
+  using EpilogueSchedule = std::conditional_t<Cooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
+                                              cutlass::epilogue::TmaWarpSpecialized>;
+  using LayoutD = cutlass::layout::ColumnMajor;
+  static constexpr int kAlignD = 16 / sizeof(ElementOut);
+
+  // ---- epilogue: D = w_scale ⊙ (x_scale ⊙ acc) + bias --------------------------------------------
+  template <class T>
+  using ColVec = cutlass::epilogue::fusion::Sm90ColBroadcast<0, TileShape, T, float,
+                                                             cute::Stride<bool, cute::_0, int64_t>>;
+  using RowVecScale = cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, float, float,
+                                                                  cute::Stride<cute::_0, bool, int64_t>>;
+  using Acc = cutlass::epilogue::fusion::Sm90AccFetch;
+  using ScaleByX = cutlass::epilogue::fusion::Sm90EVT<
+      cutlass::epilogue::fusion::Sm90Compute<cutlass::multiplies, float, float, cutlass::FloatRoundStyle::round_to_nearest>,
+      RowVecScale, Acc>;
+  using Fusion = cutlass::epilogue::fusion::Sm90EVT<
+      cutlass::epilogue::fusion::Sm90Compute<cutlass::homogeneous_multiply_add, ElementOut, float,
+                                             cutlass::FloatRoundStyle::round_to_nearest>,
+      ColVec<float>, ScaleByX, ColVec<ElementBias>>;
+
+  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassSparseTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, ElementAcc, float, void, LayoutD, kAlignD, ElementOut, LayoutD,
+      kAlignD, EpilogueSchedule, Fusion>::CollectiveOp;
+
+  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassSparseTensorOp, ElementA, cutlass::layout::RowMajor, 32, ElementB,
+      cutlass::layout::ColumnMajor, 16, ElementAcc, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      KernelSchedule>::CollectiveOp;
+
+  using GemmKernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, CollectiveMainloop,
+                                                          CollectiveEpilogue>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
+  using SparseConfig = typename CollectiveMainloop::SparseConfig;
+
+  static void run(const Sparse24GemmArgs& a, cudaStream_t stream) {
+    const char* fn = "sparse24_linear";
+    const auto problem = cute::make_shape(static_cast<int>(a.n_out), static_cast<int>(a.m_tok),
+                                          static_cast<int>(a.k), 1);
+    typename Gemm::Arguments args;
+    args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+    args.problem_shape = problem;
+    args.mainloop.ptr_A = reinterpret_cast<const ElementA*>(a.w_values);
+    args.mainloop.layout_a = SparseConfig::fill_layoutA(problem);
+    args.mainloop.ptr_B = reinterpret_cast<const ElementB*>(a.x);
+    args.mainloop.dB = cute::make_stride(static_cast<int64_t>(a.ldx), cute::_1{}, int64_t(0));
+    args.mainloop.ptr_E = reinterpret_cast<const typename CollectiveMainloop::ElementE*>(a.w_meta);
+    args.mainloop.layout_e = SparseConfig::fill_layoutE(problem);
+    args.mainloop.mma_promotion_interval = 4;
+
+    auto& fusion = args.epilogue.thread;
+    // Fusion = EVT<madd, ColVec w_scale, EVT<mul, RowVec x_scale, Acc>, ColVec bias>
+    fusion.op_0 = {a.w_scale, 1.0f, {!a.w_scale_scalar, cute::_0{}, int64_t(0)}};
+    fusion.op_1.op_0 = {a.x_scale, 1.0f, {cute::_0{}, !a.x_scale_scalar, int64_t(0)}};
+    fusion.op_2 = {static_cast<const ElementBias*>(a.bias), ElementBias(0), {true, cute::_0{}, int64_t(0)}};
+    args.epilogue.ptr_C = nullptr;
+    args.epilogue.ptr_D = static_cast<ElementOut*>(a.y);
+    args.epilogue.dD = cute::make_stride(cute::_1{}, static_cast<int64_t>(a.ldy), int64_t(0));
+    args.epilogue.dC = args.epilogue.dD;
+    args.hw_info.device_id = 0;
+    args.hw_info.sm_count = a.sm_count;
+
+    const cutlass::Status can = Gemm::can_implement(args);
+    if (can != cutlass::Status::kSuccess)
+      detail::fail(fn, Status::kInvalidArgument, "",
+                   detail::cat("CUTLASS can_implement refused M=", a.m_tok, " N=", a.n_out, " K=", a.k, " ldx=", a.ldx,
+                               " ldy=", a.ldy, ": ", cutlassGetStatusString(can)));
+    if (Gemm::get_workspace_size(args) != 0)
+      detail::fail(fn, Status::kInternal, "", "the sparse kernel asked for a workspace; qsgemm configures none");
+
+    // The dynamic shared-memory limit is a per-kernel attribute: raise it once, not per call.
+    static std::once_flag once;
+    static cudaError_t attr = cudaSuccess;
+    std::call_once(once, [] {
+      constexpr int smem = static_cast<int>(GemmKernel::SharedStorageSize);
+      if (smem >= (48 << 10))
+        attr = cudaFuncSetAttribute(cutlass::device_kernel<GemmKernel>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    smem);
+    });
+    detail::check_cuda(attr, fn, "cudaFuncSetAttribute(max dynamic shared memory)");
+
+    typename GemmKernel::Params params = GemmKernel::to_underlying_arguments(args, nullptr);
+    const cutlass::Status st = Gemm::run(params, stream);
+    if (st != cutlass::Status::kSuccess)
+      detail::fail(fn, Status::kCudaError, "", detail::cat("kernel launch failed: ", cutlassGetStatusString(st)));
+    detail::check_launch(fn, "sparse GEMM kernel");
+  }
+};
+
+// Explicit-instantiation helpers: one .cu per output dtype includes this header and expands the
+// config table for its dtype (sm90_sparse24_gemm_<out>.cu).
+template <class ElementOut, class ElementBias>
+void run_sparse24_config(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
+
+}  // namespace qsgemm::kernels

@@ -1,0 +1,43 @@
+// Launchers of the 2:4 sparse FP8 kernels. Operands are validated by src/sparse24.cpp.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "qsgemm/tensor.h"
+
+namespace qsgemm::kernels {
+
+// Everything one sparse GEMM launch needs, in the kernel's coordinates (see sm90_sparse24_configs.h):
+// D[n_out, m_tok] column-major == Y[m_tok, n_out] row-major with leading dimension ldy.
+struct Sparse24GemmArgs {
+  int64_t m_tok = 0, n_out = 0, k = 0;
+  const uint8_t* x = nullptr;  int64_t ldx = 0;   // e4m3 [m_tok, k]
+  const uint8_t* w_values = nullptr;              // e4m3 [n_out, k/2]
+  const uint8_t* w_meta = nullptr;
+  const float* w_scale = nullptr;  bool w_scale_scalar = false;
+  const float* x_scale = nullptr;  bool x_scale_scalar = false;
+  const void* bias = nullptr;      DType bias_dtype = DType::kF32;  // null: no bias
+  void* y = nullptr;  DType y_dtype = DType::kBF16;  int64_t ldy = 0;
+  int sm_count = 0;
+};
+
+// Runs configuration `config` (an index of QSGEMM_SPARSE24_CONFIGS). Throws qsgemm::Error when
+// CUTLASS refuses the problem (can_implement) or the launch fails.
+void run_sparse24_gemm(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
+
+// Compression: see include/qsgemm/sparse24.h. Workspace layout: Sparse24CompressStatus.
+struct Sparse24CompressStatus {
+  unsigned long long first_nonfinite;  // row * K + column of the first NaN/Inf, ~0 if none
+  unsigned long long first_not_24;     // row * (K/4) + group of the first group with > 2 non-zeros, ~0 if none
+  unsigned int amax_bits;              // per-tensor amax of the kept values (float bits)
+  unsigned int pad;
+};
+void launch_sparse24_compress(const void* w, DType wt, int64_t ldw, int64_t N, int64_t K, bool require_24,
+                              int scale_mode /*0 per-channel, 1 per-tensor, 2 given*/, bool given_scalar, uint8_t* values, uint8_t* meta,
+                              float* scales, Sparse24CompressStatus* status, cudaStream_t stream);
+void launch_sparse24_decompress(const uint8_t* values, const uint8_t* meta, const float* scales, bool scale_scalar,
+                                int64_t N, int64_t K, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream);
+
+}  // namespace qsgemm::kernels

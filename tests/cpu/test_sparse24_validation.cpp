@@ -1,0 +1,178 @@
+// Bad input to the 2:4 sparse and quantization APIs is rejected before any GPU work, with the
+// documented status and a message that names the offending value. Runs without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "qsgemm/error.h"
+#include "qsgemm/quant.h"
+#include "qsgemm/sparse24.h"
+
+namespace {
+
+using namespace qsgemm;
+
+// Fake, well-aligned addresses: validation never dereferences them.
+void* addr(uintptr_t a) { return reinterpret_cast<void*>(a); }
+
+void expect_error(const std::function<void()>& f, Status code, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no error thrown; expected " << status_name(code) << " mentioning '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
+  }
+}
+
+struct LinearCase {
+  int64_t M = 16, N = 256, K = 512;
+  MatrixView x{addr(0x10000), DType::kE4M3, 16, 512};
+  ScaleView sx{static_cast<const float*>(addr(0x20000)), ScaleGranularity::kPerRow, 0};
+  SparseFp8Weight w{256, 512, static_cast<uint8_t*>(addr(0x30000)), static_cast<uint8_t*>(addr(0x40000)),
+                    static_cast<float*>(addr(0x50000)), false};
+  VectorView bias{};
+  MatrixView y{addr(0x60000), DType::kBF16, 16, 256};
+  Sparse24LinearOptions opt{};
+  void run() const { sparse24_linear(x, sx, w, bias, y, opt, nullptr); }
+};
+
+TEST(Sparse24Validation, WeightShapeRules) {
+  LinearCase c;
+  c.w.K = 4100;
+  c.x.cols = c.x.ld = 4100;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "K=4100 must be a multiple of 32");
+  LinearCase d;
+  d.w.N = 250;
+  d.y.cols = d.y.ld = 250;
+  expect_error([&] { d.run(); }, Status::kInvalidArgument, "N=250 must be a multiple of 8");
+  expect_error([] { sparse24_weight_bytes(0, 128); }, Status::kInvalidArgument, "N=0");
+}
+
+TEST(Sparse24Validation, OperandDtypesShapesAndAlignment) {
+  LinearCase c;
+  c.x.dtype = DType::kBF16;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "dtype bf16");
+  c = LinearCase{};
+  c.x.cols = 256;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "has 256 columns, expected 512");
+  c = LinearCase{};
+  c.x.ld = 520;
+  expect_error([&] { c.run(); }, Status::kMisaligned, "ld=520");
+  c = LinearCase{};
+  c.x.data = addr(0x10008);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "16-byte aligned");
+  c = LinearCase{};
+  c.y.rows = 15;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "has 15 rows, expected 16");
+  c = LinearCase{};
+  c.y.dtype = DType::kE4M3;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "dtype e4m3");
+  c = LinearCase{};
+  c.y.ld = 200;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "ld=200 is smaller than cols=256");
+  c = LinearCase{};
+  c.w.meta = static_cast<uint8_t*>(addr(0x40004));
+  expect_error([&] { c.run(); }, Status::kMisaligned, "w.meta");
+}
+
+TEST(Sparse24Validation, NullPointersScalesBiasAndConfig) {
+  LinearCase c;
+  c.w.values = nullptr;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "w.values");
+  c = LinearCase{};
+  c.sx.data = nullptr;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "x_scale");
+  c = LinearCase{};
+  c.sx.granularity = ScaleGranularity::kGroup1x128;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "group_1x128");
+  c = LinearCase{};
+  c.bias = VectorView(addr(0x70000), DType::kF32, 255);
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "bias has 255 elements, expected N=256");
+  c = LinearCase{};
+  c.bias = VectorView(addr(0x70000), DType::kF16, 256);
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "bias dtype fp16");
+  c = LinearCase{};
+  c.opt.config = 99;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config 99");
+}
+
+TEST(Sparse24Validation, EmptyBatchIsANoOp) {
+  LinearCase c;
+  c.x.rows = 0;
+  c.y.rows = 0;
+  c.sx.data = nullptr;  // not even read
+  EXPECT_NO_THROW(c.run());
+}
+
+TEST(Sparse24Validation, CompressRules) {
+  SparseFp8Weight out{256, 512, static_cast<uint8_t*>(addr(0x30000)), static_cast<uint8_t*>(addr(0x40000)),
+                      static_cast<float*>(addr(0x50000)), false};
+  const MatrixView w(addr(0x80000), DType::kBF16, 256, 512, 1024);  // a sub-view: ld > K is fine
+  Sparse24CompressOptions opt;
+  expect_error([&] { sparse24_compress(MatrixView(addr(0x80000), DType::kE4M3, 256, 512), out, opt, addr(0x90000), nullptr); },
+               Status::kInvalidArgument, "dtype e4m3");
+  SparseFp8Weight bad = out;
+  bad.K = 256;
+  expect_error([&] { sparse24_compress(w, bad, opt, addr(0x90000), nullptr); }, Status::kInvalidArgument,
+               "out is [256, 256] but w is [256, 512]");
+  opt.scale = Sparse24Scale::kPerTensor;
+  expect_error([&] { sparse24_compress(w, out, opt, addr(0x90000), nullptr); }, Status::kInvalidArgument,
+               "per_tensor_scale");
+  opt = {};
+  expect_error([&] { sparse24_compress(w, out, opt, nullptr, nullptr); }, Status::kInvalidArgument, "workspace");
+  expect_error([&] { sparse24_compress(MatrixView(addr(0x80000), DType::kBF16, 256, 100, 128), out, opt, addr(0x90000), nullptr); },
+               Status::kInvalidArgument, "K=100 must be a multiple of 32");
+}
+
+TEST(Sparse24Validation, WeightBytes) {
+  const Sparse24WeightBytes b = sparse24_weight_bytes(8192, 28672);
+  EXPECT_EQ(b.values, 8192ull * 28672 / 2);
+  EXPECT_EQ(b.meta, 8192ull * 28672 / 8);
+  EXPECT_EQ(b.scales, 8192ull * 4);
+  EXPECT_EQ(sparse24_weight_bytes(72, 160, true).meta, 128ull * 256 / 8);
+  EXPECT_EQ(sparse24_weight_bytes(72, 160, true).scales, 4u);
+}
+
+TEST(Sparse24Config, TableAndHeuristic) {
+  ASSERT_GE(sparse24_num_configs(), 1);
+  for (int i = 0; i < sparse24_num_configs(); ++i) {
+    const Sparse24Config c = sparse24_config(i);
+    EXPECT_GE(c.tile_k, 128) << "every config must keep tile_k >= 128 (docs/formats.md §4.3)";
+    EXPECT_FALSE(c.name().empty());
+  }
+  expect_error([] { sparse24_config(-1); }, Status::kInvalidArgument, "config index -1");
+  // Pure: same answer for the same input; valid index for every M; narrow token tiles at decode.
+  for (int64_t m : {1, 2, 16, 31, 32, 33, 64, 65, 128, 129, 1000, 1024, 1025, 4096, 16384}) {
+    const int c = sparse24_choose_config(m, 8192, 8192, 132);
+    EXPECT_EQ(c, sparse24_choose_config(m, 8192, 8192, 132));
+    ASSERT_GE(c, 0);
+    ASSERT_LT(c, sparse24_num_configs());
+  }
+  EXPECT_LE(sparse24_config(sparse24_choose_config(1, 8192, 8192, 132)).tile_n, 32);
+  EXPECT_GE(sparse24_config(sparse24_choose_config(8192, 8192, 8192, 132)).tile_n, 128);
+  EXPECT_EQ(sparse24_config(0).name(), "64x32x256_c1x1_pingpong");
+}
+
+TEST(QuantValidation, Rules) {
+  const MatrixView x(addr(0x10000), DType::kBF16, 4, 256);
+  const MatrixView q(addr(0x20000), DType::kE4M3, 4, 256);
+  float* s = static_cast<float*>(addr(0x30000));
+  expect_error([&] { quantize_fp8_per_token(MatrixView(addr(0x10000), DType::kF32, 4, 256), q, s, false, nullptr); },
+               Status::kInvalidArgument, "dtype fp32");
+  expect_error([&] { quantize_fp8_per_token(MatrixView(addr(0x10000), DType::kBF16, 4, 252, 256), MatrixView(addr(0x20000), DType::kE4M3, 4, 252, 256), s, false, nullptr); },
+               Status::kInvalidArgument, "K=252 must be a multiple of 8");
+  expect_error([&] { quantize_fp8_per_token(x, MatrixView(addr(0x20000), DType::kE4M3, 3, 256), s, false, nullptr); },
+               Status::kInvalidArgument, "has 3 rows, expected 4");
+  expect_error([&] { quantize_fp8_per_token(x, q, nullptr, false, nullptr); }, Status::kInvalidArgument, "scales");
+  expect_error([&] { quantize_fp8_per_token_group(x, q, s, 3, false, nullptr); }, Status::kInvalidArgument,
+               "ld_scales=3 must be >= M=4");
+  expect_error([&] { quantize_fp8_weight(x, q, s, ScaleGranularity::kPerRow, nullptr); }, Status::kInvalidArgument,
+               "per_row");
+  expect_error([&] { quantize_fp8_per_token(MatrixView(addr(0x10002), DType::kBF16, 4, 256), q, s, false, nullptr); },
+               Status::kMisaligned, "16-byte aligned");
+}
+
+}  // namespace
