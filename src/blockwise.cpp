@@ -1,13 +1,190 @@
-// Blockwise FP8 GEMM host code (include/qsgemm/blockwise.h). Placeholder until the kernel lands.
+// Blockwise / groupwise FP8 GEMM host API (include/qsgemm/blockwise.h): validation, configuration
+// choice (a pure heuristic), launch. Every rule is checked here, before anything touches the GPU,
+// so that bad input is reported the same way on a machine without one.
 #include "qsgemm/blockwise.h"
 
+#include <cstdint>
+#include <limits>
+
+#include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
+#include "qsgemm/device.h"
+#include "qsgemm/formats.h"
 #include "validate.h"
 
 namespace qsgemm {
+namespace kernels {
 
-void blockwise_linear(const MatrixView&, const ScaleView&, const MatrixView&, const ScaleView&, const VectorView&,
-                      const MatrixView&, const BlockwiseOptions&, cudaStream_t) {
-  detail::fail("blockwise_linear", Status::kUnsupported, "", "not implemented yet");
+bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity gw) {
+  using G = ScaleGranularity;
+  if (config < 0 || config >= kBlockwiseNumConfigs) return false;
+  const BlockwiseConfig& c = kBlockwiseConfigs[config];
+  // Per-token x per-channel: the plain FP8 mainloop, any tile.
+  if (gx == G::kPerRow || gw == G::kPerRow) return gx == gw;
+  if (gx != G::kGroup1x128 && gx != G::kBlock128x128) return false;
+  if (gw != G::kGroup1x128 && gw != G::kBlock128x128) return false;
+  // CUTLASS needs whole scale blocks per tile (tile % granularity == 0).
+  if (gx == G::kBlock128x128 && c.tile_m % kScaleGroupK != 0) return false;
+  if (gw == G::kBlock128x128 && c.tile_n % kScaleGroupK != 0) return false;
+  return true;
+}
+
+int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
+  (void)K;  // every configuration streams K the same way (128 per stage)
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  const int64_t n_tiles = ceil_div(N, 128);
+  const int64_t waves_128 = ceil_div(ceil_div(M, 128) * n_tiles, sms);
+  const int64_t waves_64 = ceil_div(ceil_div(M, 64) * n_tiles, sms);
+  // Time per SM in units of one 64-row tile: a 128-row tile is two; a 64-row tile also reloads its
+  // W tile for every 64 rows, which we charge 15%. Small M (decode) and shapes whose 128-row tiles
+  // leave SMs idle in the last wave go to the 64-row tile.
+  if (1.15 * static_cast<double>(waves_64) < 2.0 * static_cast<double>(waves_128)) return 1;
+  // Several full waves: share each X tile between two CTAs (1x2 cluster, TMA multicast); an even
+  // number of N tiles leaves no half-empty cluster.
+  if (waves_128 >= 2 && n_tiles % 2 == 0) return 2;
+  return 0;
+}
+
+void run_blockwise_gemm(const BlockwiseGemmArgs& a, int config, cudaStream_t stream) {
+  switch (a.y_dtype) {
+    case DType::kBF16: return run_blockwise_gemm_bf16(a, config, stream);
+    case DType::kF16: return run_blockwise_gemm_f16(a, config, stream);
+    case DType::kF32: return run_blockwise_gemm_f32(a, config, stream);
+    default: break;
+  }
+  detail::fail("blockwise_linear", Status::kInternal, "y", detail::cat("no kernel for output dtype ", dtype_name(a.y_dtype)));
+}
+
+}  // namespace kernels
+
+namespace {
+
+constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();  // CUTLASS's problem shape is int
+
+const char* accepted_x_granularities() { return "group_1x128, block_128x128 or per_row"; }
+const char* accepted_w_granularities() { return "block_128x128, group_1x128 or per_row"; }
+
+// Rows of 16 bytes for TMA (x, w: ld % 16 elements; y: ld * element size % 16), also for one row:
+// check_matrix only checks ld when there is a second row, TMA needs it always.
+void check_ld_16_bytes(const char* fn, const char* name, const MatrixView& m) {
+  const int64_t ld_bytes = m.ld * dtype_size(m.dtype);
+  if (ld_bytes % 16 != 0)
+    detail::fail(fn, Status::kMisaligned, name,
+                 detail::cat("ld=", m.ld, " (", ld_bytes, " bytes) must be a multiple of 16 bytes"));
+}
+
+}  // namespace
+
+void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const MatrixView& w, const ScaleView& w_scale,
+                      const VectorView& bias, const MatrixView& y, const BlockwiseOptions& options,
+                      cudaStream_t stream) {
+  using G = ScaleGranularity;
+  const char* fn = "blockwise_linear";
+
+  // ---- operands: dtypes, shapes, alignment -----------------------------------------------------
+  detail::check_matrix(fn, "x", x, {DType::kE4M3}, -1, -1, 16);
+  const int64_t M = x.rows, K = x.cols;
+  detail::check_matrix(fn, "w", w, {DType::kE4M3}, -1, K, 16);
+  const int64_t N = w.rows;
+  detail::check_matrix(fn, "y", y, {DType::kBF16, DType::kF16, DType::kF32}, M, N, 16);
+  if (K <= 0) detail::fail(fn, Status::kInvalidArgument, "K", detail::cat("K=", K, " must be positive"));
+  if (N <= 0) detail::fail(fn, Status::kInvalidArgument, "N", detail::cat("N=", N, " must be positive"));
+  if (K % 16 != 0)
+    detail::fail(fn, Status::kInvalidArgument, "K", detail::cat("K=", K, " must be a multiple of 16 (16-byte rows of e4m3)"));
+  const int out_align = 16 / dtype_size(y.dtype);  // elements in a 16-byte row chunk of y
+  if (N % out_align != 0)
+    detail::fail(fn, Status::kInvalidArgument, "N",
+                 detail::cat("N=", N, " must be a multiple of ", out_align, " (16-byte rows of ", dtype_name(y.dtype),
+                             " output)"));
+  if (M > kMaxExtent || N > kMaxExtent || K > kMaxExtent)
+    detail::fail(fn, Status::kInvalidArgument, "x",
+                 detail::cat("problem [M=", M, ", N=", N, ", K=", K, "] exceeds ", kMaxExtent, " in one dimension"));
+  check_ld_16_bytes(fn, "x", x);
+  check_ld_16_bytes(fn, "w", w);
+  check_ld_16_bytes(fn, "y", y);
+
+  // ---- scales ------------------------------------------------------------------------------------
+  const G gx = x_scale.granularity, gw = w_scale.granularity;
+  if (gx != G::kGroup1x128 && gx != G::kBlock128x128 && gx != G::kPerRow)
+    detail::fail(fn, Status::kInvalidArgument, "x_scale",
+                 detail::cat("granularity ", granularity_name(gx), " is not accepted; use ", accepted_x_granularities()));
+  if (gw != G::kBlock128x128 && gw != G::kGroup1x128 && gw != G::kPerRow)
+    detail::fail(fn, Status::kInvalidArgument, "w_scale",
+                 detail::cat("granularity ", granularity_name(gw), " is not accepted; use ", accepted_w_granularities()));
+  if ((gx == G::kPerRow) != (gw == G::kPerRow))
+    detail::fail(fn, Status::kInvalidArgument, gx == G::kPerRow ? "x_scale" : "w_scale",
+                 detail::cat("per_row scales pair only with per_row scales: got x_scale ", granularity_name(gx),
+                             " with w_scale ", granularity_name(gw)));
+  const int64_t k_groups = ceil_div(K, kScaleGroupK);
+  if (gx == G::kGroup1x128) {
+    if (x_scale.ld < M)
+      detail::fail(fn, Status::kInvalidArgument, "x_scale",
+                   detail::cat("ld=", x_scale.ld, " must be >= M=", M, " (group_1x128 scales are M-major)"));
+    if (x_scale.ld * k_groups > kMaxExtent)
+      detail::fail(fn, Status::kInvalidArgument, "x_scale",
+                   detail::cat("ld=", x_scale.ld, " x ", k_groups, " K groups exceeds ", kMaxExtent, " scales"));
+  }
+  if (gw == G::kGroup1x128 && N * k_groups > kMaxExtent)
+    detail::fail(fn, Status::kInvalidArgument, "w_scale",
+                 detail::cat("N=", N, " x ", k_groups, " K groups exceeds ", kMaxExtent, " scales"));
+
+  // ---- bias ----------------------------------------------------------------------------------------
+  if (!bias.empty()) {
+    if (bias.size != N)
+      detail::fail(fn, Status::kInvalidArgument, "bias", detail::cat("bias has ", bias.size, " elements, expected N=", N));
+    if (bias.dtype != y.dtype && bias.dtype != DType::kF32)
+      detail::fail(fn, Status::kInvalidArgument, "bias",
+                   detail::cat("bias dtype ", dtype_name(bias.dtype), " must be fp32 or the output dtype ",
+                               dtype_name(y.dtype)));
+    detail::check_ptr(fn, "bias", bias.data, dtype_size(bias.dtype));
+  }
+
+  // ---- configuration ---------------------------------------------------------------------------
+  if (options.config < -1 || options.config >= kernels::kBlockwiseNumConfigs)
+    detail::fail(fn, Status::kInvalidArgument, "options.config",
+                 detail::cat("config ", options.config, " is outside [-1, ", kernels::kBlockwiseNumConfigs, ")"));
+  if (options.config >= 0 && !kernels::blockwise_config_supports(options.config, gx, gw))
+    detail::fail(fn, Status::kInvalidArgument, "options.config",
+                 detail::cat("config ", options.config, " (", kernels::kBlockwiseConfigs[options.config].name(),
+                             ") cannot serve x_scale ", granularity_name(gx), " with w_scale ", granularity_name(gw),
+                             ": a 128x128 scale block must cover whole ", kernels::kBlockwiseConfigs[options.config].tile_m,
+                             "x", kernels::kBlockwiseConfigs[options.config].tile_n, " tiles"));
+
+  if (M == 0) return;
+  detail::check_ptr(fn, "x_scale", x_scale.data, 4);
+  detail::check_ptr(fn, "w_scale", w_scale.data, 4);
+  detail::require_sm90(fn);
+
+  const DeviceInfo dev = device_info(-1);
+  kernels::BlockwiseGemmArgs a;
+  a.M = static_cast<int>(M);
+  a.N = static_cast<int>(N);
+  a.K = static_cast<int>(K);
+  a.x = x.data;
+  a.ldx = x.ld;
+  a.w = w.data;
+  a.ldw = w.ld;
+  a.x_scale = x_scale.data;
+  a.ld_x_scale = x_scale.ld;
+  a.gx = gx;
+  a.w_scale = w_scale.data;
+  a.gw = gw;
+  if (!bias.empty()) {
+    if (bias.dtype == DType::kF32)
+      a.bias_f32 = static_cast<const float*>(bias.data);
+    else
+      a.bias_out = bias.data;
+  }
+  a.y = y.data;
+  a.y_dtype = y.dtype;
+  a.ldy = y.ld;
+  a.device = dev.device;
+  a.sm_count = dev.sm_count;
+  int config = options.config;
+  if (config < 0) {
+    config = kernels::blockwise_choose_config(M, N, K, dev.sm_count);
+    if (!kernels::blockwise_config_supports(config, gx, gw)) config = 0;  // 0 serves every pair
+  }
+  kernels::run_blockwise_gemm(a, config, stream);
 }
 
 }  // namespace qsgemm

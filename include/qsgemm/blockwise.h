@@ -10,7 +10,14 @@
 //   w_scale: kBlock128x128 float [ceil(N/128)][ceil(K/128)]
 //            kGroup1x128   float [N][ceil(K/128)]
 //            kPerRow       float [N]   (only with x_scale kPerRow)
-// Partial sums are promoted to float32 at least every 128 of K. Any M >= 1; no padding by the caller.
+// Partial sums are promoted to float32 at least every 128 of K. Any M >= 1; no padding by the caller:
+// partial tiles in M and N and a partial last K group (K % 128 != 0) are handled by the kernel.
+//
+// Kernels: CUTLASS 4.2's sm90 blockwise-scaled FP8 mainloop (each 128-wide K tile is accumulated
+// into a zeroed register tile, then added to the float32 accumulators times sx·sw) for the group /
+// block granularities; for per_row x per_row, the plain FP8 mainloop (promotion every 4 k32 MMAs)
+// with the two scale vectors applied in the epilogue. The configurations are listed in
+// src/kernels/sm90/blockwise/sm90_blockwise_configs.h.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,13 +29,22 @@
 
 namespace qsgemm {
 
-// Rules: K % 16 == 0 (16-byte rows), N % 8 == 0 (16-byte output rows for bf16/fp16; 4 for fp32).
+// Rules: K > 0 and K % 16 == 0 (16-byte rows), N > 0 and N % 8 == 0 for bf16/fp16 output
+// (16-byte output rows; N % 4 == 0 suffices for fp32 output).
 struct BlockwiseOptions {
-  int config = -1;  // -1: heuristic; otherwise an index into the blockwise config table
+  // -1: the heuristic chooses; otherwise an index into the blockwise config table. A forced index
+  // must support the scale granularities (the 64-row tile cannot serve x_scale kBlock128x128):
+  // otherwise kInvalidArgument.
+  int config = -1;
 };
 
 //   x: e4m3 [M,K] row-major, ld % 16 == 0, 16-byte aligned.   w: e4m3 [N,K], same rules.
-//   bias: optional [N] (bf16, fp16 or fp32).   y: bf16, fp16 or fp32 [M,N], ld >= N, 16-byte aligned.
+//   x_scale, w_scale: float, device memory, 4-byte aligned, non-null when M > 0 (layouts above).
+//   bias: optional [N], fp32 or the output dtype, aligned to its element size.
+//   y: bf16, fp16 or fp32 [M,N], ld >= N, ld * element size % 16 == 0, 16-byte aligned. Only the
+//      [M,N] elements are written.
+// M, N, K < 2^31. M == 0 is a no-op. Stream-ordered: enqueues one kernel on `stream`, never
+// synchronizes, never allocates. Bad input throws qsgemm::Error before any GPU work.
 void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const MatrixView& w, const ScaleView& w_scale,
                       const VectorView& bias, const MatrixView& y, const BlockwiseOptions& options,
                       cudaStream_t stream);

@@ -1,0 +1,92 @@
+// The one table of blockwise / groupwise FP8 kernel configurations, the pure heuristic that picks
+// one, and the launch arguments shared by the host code (src/blockwise.cpp) and the kernels
+// (sm90_blockwise_gemm.cuh). Host-only: no CUTLASS, no device code.
+//
+// Coordinates: the kernel computes D[M,N] = X[M,K] · W[N,K]ᵀ with X as CUTLASS's A operand (row-major,
+// K-major) and W as B ("column-major", K-major); D is Y row-major. No operand swap.
+//
+// Why these tiles (and not others):
+//  * tile_k is 128 in every configuration. The sm90 blockwise mainloop applies the scales once per
+//    K tile, so the K tile must equal the scale group (128, docs/formats.md §2); it also promotes
+//    the wgmma partial sums into float32 every 128 of K (4 k32 MMAs), the accuracy DeepSeek-V3 asks for.
+//  * A 128x128 scale block must cover whole tiles: CUTLASS requires tile_m % granularity_m == 0, so
+//    the 64-row tile cannot serve x_scale kBlock128x128 (blockwise_config_supports says which can).
+//  * Every configuration runs on the default persistent tile scheduler, which needs no workspace
+//    (blockwise_linear allocates nothing).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "qsgemm/quant.h"
+#include "qsgemm/tensor.h"
+
+namespace qsgemm::kernels {
+
+enum class BlockwiseSchedule : uint8_t {
+  kCooperative,  // two consumer warpgroups split one tile along M (tile_m >= 128)
+  kPingpong,     // two consumer warpgroups alternate whole tiles (epilogue of one overlaps the other's MMAs)
+};
+
+struct BlockwiseConfig {
+  int tile_m, tile_n, tile_k;
+  int cluster_m, cluster_n;
+  BlockwiseSchedule schedule;
+
+  // e.g. "128x128x128_c1x1_coop"
+  std::string name() const {
+    return std::to_string(tile_m) + "x" + std::to_string(tile_n) + "x" + std::to_string(tile_k) + "_c" +
+           std::to_string(cluster_m) + "x" + std::to_string(cluster_n) +
+           (schedule == BlockwiseSchedule::kCooperative ? "_coop" : "_pingpong");
+  }
+};
+
+// The table. Index = BlockwiseOptions::config. Each row is instantiated for every output dtype and
+// every scale-granularity pair it supports (sm90_blockwise_gemm_*.cu); keep it short: one CUTLASS
+// kernel costs about a minute of compile time.
+//   0: the general tile (M > 64 and enough tiles to fill the GPU).
+//   1: 64-row tiles for small M (decode-sized batches) and for shapes whose 128-row tile count
+//      quantizes badly onto the SMs. Not for x_scale kBlock128x128.
+//   2: 128x128 with a 1x2 cluster: the X tile is multicast to the two CTAs of a cluster (half the
+//      L2->SM traffic of X) for large M x N.
+inline constexpr BlockwiseConfig kBlockwiseConfigs[] = {
+    {128, 128, 128, 1, 1, BlockwiseSchedule::kCooperative},
+    {64, 128, 128, 1, 1, BlockwiseSchedule::kPingpong},
+    {128, 128, 128, 1, 2, BlockwiseSchedule::kCooperative},
+};
+inline constexpr int kBlockwiseNumConfigs = static_cast<int>(sizeof(kBlockwiseConfigs) / sizeof(kBlockwiseConfigs[0]));
+
+// Whether configuration `config` is instantiated for the scale granularities (gx, gw) — a valid
+// pair of include/qsgemm/blockwise.h. A 128-row scale block must cover whole tiles along M.
+bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity gw);
+
+// Pure heuristic: the configuration index for Y[M,N] = X[M,K]·W[N,K]ᵀ on a GPU with `sm_count` SMs
+// (sm_count <= 0: assume an H100/H200 with 132). It does not look at the scale granularities:
+// blockwise_linear falls back to configuration 0 where the choice does not support them.
+int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count);
+
+// Everything one launch needs (validated by src/blockwise.cpp). Scale layouts are those of
+// include/qsgemm/blockwise.h; per-row scales (gx == gw == kPerRow) are applied in the epilogue.
+struct BlockwiseGemmArgs {
+  int M = 0, N = 0, K = 0;
+  const void* x = nullptr;  int64_t ldx = 0;  // e4m3 [M,K] row-major
+  const void* w = nullptr;  int64_t ldw = 0;  // e4m3 [N,K] row-major
+  const float* x_scale = nullptr;  int64_t ld_x_scale = 0;  ScaleGranularity gx = ScaleGranularity::kGroup1x128;
+  const float* w_scale = nullptr;  ScaleGranularity gw = ScaleGranularity::kBlock128x128;
+  const float* bias_f32 = nullptr;  // [N] fp32 bias, or null
+  const void* bias_out = nullptr;   // [N] bias in the output dtype, or null (at most one of the two is set)
+  void* y = nullptr;  DType y_dtype = DType::kBF16;  int64_t ldy = 0;
+  int device = 0, sm_count = 0;
+};
+
+// Runs configuration `config` (which must support a.gx, a.gw). Throws qsgemm::Error when CUTLASS
+// refuses the problem (can_implement, naming its status), would need a workspace, or the launch fails.
+void run_blockwise_gemm(const BlockwiseGemmArgs& a, int config, cudaStream_t stream);
+// One per output dtype (sm90_blockwise_gemm_<dtype>.cu); run_blockwise_gemm dispatches to them.
+void run_blockwise_gemm_bf16(const BlockwiseGemmArgs& a, int config, cudaStream_t stream);
+void run_blockwise_gemm_f16(const BlockwiseGemmArgs& a, int config, cudaStream_t stream);
+void run_blockwise_gemm_f32(const BlockwiseGemmArgs& a, int config, cudaStream_t stream);
+
+}  // namespace qsgemm::kernels

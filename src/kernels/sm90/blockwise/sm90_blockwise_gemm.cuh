@@ -1,0 +1,262 @@
+// The sm90 blockwise / groupwise FP8 GEMM: CUTLASS 4.2 collectives composed per configuration
+// (sm90_blockwise_configs.h), and the function that runs one. Included by the per-output-dtype
+// instantiation files sm90_blockwise_gemm_<dtype>.cu only.
+//
+//   Y[M,N] = Σ_g (sx[m,g] · sw[n,g]) · X_g · W_gᵀ  (+ bias[n])       (include/qsgemm/blockwise.h)
+//
+// CUTLASS roles: A = X [M,K] row-major (K-major), B = W [N,K] row-major = "column-major" [K,N]
+// (K-major, what 8-bit wgmma requires), D = Y row-major with leading dimension ldy. No C operand.
+//
+// Mainloops:
+//  * Group / block scales: MainloopSm90TmaGmmaWarpSpecializedBlockwiseFP8 (schedules
+//    KernelTmaWarpSpecialized{Cooperative,Pingpong}FP8Blockwise, a.k.a. ...FP8BlockScaledAccum).
+//    Each 128-wide K tile is accumulated by wgmma into a zeroed register tile, then promoted into
+//    the float32 accumulators as acc += sx·sw·tile (CUTLASS's GmmaFP8Accumulation): the scale is
+//    applied per group of 128 exactly like the reference, and no FP8 partial sum spans more than
+//    128 of K.
+//  * Per-row x per-row scales (per-token x per-channel): the plain FP8 mainloop
+//    MainloopSm90TmaGmmaWarpSpecializedFP8 (the non-FastAccum schedules) with
+//    mma_promotion_interval = 4 (promotion every 4 k32 MMAs = 128 of K); the scales are applied in
+//    the epilogue as a column broadcast (sx[m]) and a row broadcast (sw[n]).
+//
+// Scale layouts. The mainloop describes a scale tensor as the CuTe layout
+//   ((granularity_mn, rest_mn), (128, k_groups), L)  with strides ((0, s_mn), (0, s_k), s_l)
+// and reads it with predicated cp.async (one float per row group and K group), so partial M/N tiles
+// and a partial last K group need no padding. CUTLASS's own layout types fix one of s_mn / s_k to a
+// static 1 (Sm90BlockwiseScaleConfig, "M-major" / "K-major"). We use dynamic strides for both:
+//  * x_scale kGroup1x128 is M-major with a leading dimension (s_mn = 1, s_k = ld >= M), which the
+//    static-1 M-major type cannot express (its stride is ceil(M/g)), and
+//  * CUTLASS loads a static M-major scale tensor with TMA once a tile holds >= 32 of them
+//    (IsTmaLoadSFA), which needs the scale rows 16-byte aligned, i.e. M % 4 == 0 (the reason vLLM
+//    pads M). With dynamic strides the mainloop sees no static M-major stride and always takes the
+//    cp.async path, which accepts any M and any ld.
+// The layouts documented in blockwise.h are read as they are, without a transpose:
+//   x kGroup1x128    [ceil(K/128)][ld]           ((1,M),(128,kb))              : ((0,1),(0,ld))
+//   x kBlock128x128  [ceil(M/128)][ceil(K/128)]  ((128,ceil(M/128)),(128,kb))  : ((0,kb),(0,1))
+//   w kBlock128x128  [ceil(N/128)][ceil(K/128)]  ((128,ceil(N/128)),(128,kb))  : ((0,kb),(0,1))
+//   w kGroup1x128    [N][ceil(K/128)]            ((1,N),(128,kb))              : ((0,kb),(0,1))
+//
+// K tail: TMA zero-fills the columns past K of the last X and W tiles, so a partial last group
+// contributes exactly its existing columns times its scale (scale index ceil(K/128)-1 exists).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/dispatch_policy.hpp"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
+#include "validate.h"
+
+namespace qsgemm::kernels::sm90_blockwise {
+
+using namespace cute;
+
+// Template value of the scale granularity along M (x) or N (w) that selects the plain FP8 mainloop
+// with per-row scales in the epilogue instead of the blockwise mainloop.
+inline constexpr int kPerRowScales = 0;
+
+// See the header comment: ((granularity, rest), (128, k_groups), L) with dynamic strides.
+template <int kGranularity>
+using ScaleLayout = Layout<Shape<Shape<Int<kGranularity>, int32_t>, Shape<_128, int32_t>, int32_t>,
+                           Stride<Stride<_0, int32_t>, Stride<_0, int32_t>, int32_t>>;
+
+// ElementD: the output dtype. kGranM / kGranN: scale granularity along M (1 or 128) and N (1 or 128),
+// or both kPerRowScales.
+template <class ElementD, int kConfig, int kGranM, int kGranN>
+struct BlockwiseGemm {
+  static constexpr BlockwiseConfig kCfg = kBlockwiseConfigs[kConfig];
+  static constexpr bool kPerRow = kGranM == kPerRowScales;
+  static constexpr bool kCooperative = kCfg.schedule == BlockwiseSchedule::kCooperative;
+  static_assert((kGranM == kPerRowScales) == (kGranN == kPerRowScales), "per-row scales are only paired with per-row scales");
+  static_assert(kCfg.tile_k == 128, "the K tile must equal the scale group (128): scales are applied once per K tile");
+  static_assert(kPerRow || (kCfg.tile_m % (kPerRow ? 1 : kGranM) == 0 && kCfg.tile_n % (kPerRow ? 1 : kGranN) == 0),
+                "a scale block must cover whole tiles (blockwise_config_supports must exclude this pair)");
+
+  using ElementA = cutlass::float_e4m3_t;
+  using ElementB = cutlass::float_e4m3_t;
+  using ElementAccumulator = float;
+  using ElementCompute = float;
+  static constexpr int kAlignmentAB = 16;                                   // 16 bytes of e4m3 (TMA)
+  static constexpr int kAlignmentD = 128 / cutlass::sizeof_bits<ElementD>::value;  // 16 bytes
+
+  using TileShape = Shape<Int<kCfg.tile_m>, Int<kCfg.tile_n>, Int<kCfg.tile_k>>;
+  using ClusterShape = Shape<Int<kCfg.cluster_m>, Int<kCfg.cluster_n>, _1>;
+
+  using MainloopSchedule = cute::conditional_t<
+      kPerRow,
+      cute::conditional_t<kCooperative, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
+                          cutlass::gemm::KernelTmaWarpSpecializedPingpong>,
+      cute::conditional_t<kCooperative, cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8BlockScaledAccum,
+                          cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8BlockScaledAccum>>;
+  using EpilogueSchedule = cute::conditional_t<kCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
+                                               cutlass::epilogue::TmaWarpSpecialized>;
+
+  // ---- epilogue: D = [(acc · sx[m]) · sw[n]] + bias_f32[n] + bias_out[n] --------------------------
+  // Vectors along N of D are row broadcasts, along M column broadcasts. Null pointers read as zeros
+  // (EnableNullptr), so one kernel serves no bias, an fp32 bias and a bias in the output dtype.
+  // Alignment 1: the vectors only need element alignment (scalar loads; they are tiny).
+  template <class Element>
+  using VecN = cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, Element, ElementCompute,
+                                                           Stride<_0, _1, int64_t>, 1, true>;
+  template <class Element>
+  using VecM = cutlass::epilogue::fusion::Sm90ColBroadcast<0, TileShape, Element, ElementCompute,
+                                                           Stride<_1, _0, int64_t>, 1, true>;
+  template <template <class> class Fn, class Out>
+  using Op = cutlass::epilogue::fusion::Sm90Compute<Fn, Out, ElementCompute, cutlass::FloatRoundStyle::round_to_nearest>;
+  using Acc = cutlass::epilogue::fusion::Sm90AccFetch;
+
+  // Blockwise: acc + bias_f32.   Per-row: (acc · sx) · sw + bias_f32.
+  using BlockwiseInner = cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::plus, ElementCompute>, Acc, VecN<float>>;
+  using PerRowInner = cutlass::epilogue::fusion::Sm90EVT<
+      Op<cutlass::homogeneous_multiply_add, ElementCompute>,
+      cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::multiplies, ElementCompute>, Acc, VecM<float>>, VecN<float>,
+      VecN<float>>;
+  using Inner = cute::conditional_t<kPerRow, PerRowInner, BlockwiseInner>;
+  using Fusion = cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::plus, ElementD>, Inner, VecN<ElementD>>;
+
+  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementCompute,
+      void, cutlass::layout::RowMajor, kAlignmentD,      // no C operand
+      ElementD, cutlass::layout::RowMajor, kAlignmentD, EpilogueSchedule, Fusion>::CollectiveOp;
+
+  // ---- mainloop ------------------------------------------------------------------------------------
+  using LayoutSFA = ScaleLayout<kPerRow ? 1 : kGranM>;
+  using LayoutSFB = ScaleLayout<kPerRow ? 1 : kGranN>;
+  using GmemLayoutA = cute::conditional_t<kPerRow, cutlass::layout::RowMajor, cute::tuple<cutlass::layout::RowMajor, LayoutSFA>>;
+  using GmemLayoutB = cute::conditional_t<kPerRow, cutlass::layout::ColumnMajor, cute::tuple<cutlass::layout::ColumnMajor, LayoutSFB>>;
+
+  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, GmemLayoutA, kAlignmentAB, ElementB, GmemLayoutB,
+      kAlignmentAB, ElementAccumulator, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      MainloopSchedule>::CollectiveOp;
+
+  // Default tile scheduler (persistent, no workspace).
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop, CollectiveEpilogue>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+
+  // Scale layout of one operand with `rows` rows (M for x, N for w), granularity `g` along the rows
+  // and strides (s_rows between row groups, s_k between K groups).
+  template <class Layout_>
+  static Layout_ scale_layout(int rows, int k_groups, int32_t s_rows, int32_t s_k) {
+    constexpr int g = size<0, 0>(Layout_{});
+    const int row_groups = (rows + g - 1) / g;
+    return make_layout(make_shape(make_shape(Int<g>{}, row_groups), make_shape(_128{}, k_groups), 1),
+                       make_stride(make_stride(_0{}, s_rows), make_stride(_0{}, s_k), 0));  // L = 1
+  }
+
+  static typename Gemm::Arguments arguments(const BlockwiseGemmArgs& a) {
+    const int M = a.M, N = a.N, K = a.K, kb = (K + 127) / 128;
+    using StrideA = typename Kernel::StrideA;
+    using StrideB = typename Kernel::StrideB;
+    using StrideD = typename Kernel::StrideD;
+    const StrideA dA = make_stride(a.ldx, _1{}, int64_t(M) * a.ldx);
+    const StrideB dB = make_stride(a.ldw, _1{}, int64_t(N) * a.ldw);
+    const StrideD dD = make_stride(a.ldy, _1{}, int64_t(M) * a.ldy);
+    const auto* ptr_a = static_cast<const ElementA*>(a.x);
+    const auto* ptr_b = static_cast<const ElementB*>(a.w);
+
+    typename CollectiveMainloop::Arguments mainloop{};
+    typename Fusion::Arguments fusion{};
+    const auto* bias_out = static_cast<const ElementD*>(a.bias_out);
+    if constexpr (kPerRow) {
+      mainloop = {ptr_a, dA, ptr_b, dB, /*mma_promotion_interval=*/4u};
+      fusion = {
+          {                                               // (acc · sx) · sw + bias_f32
+              {{}, {a.x_scale, 1.0f, {}}, {}},            //   acc · sx[m]
+              {a.w_scale, 1.0f, {}},                      //   sw[n]
+              {a.bias_f32, 0.0f, {}},                     //   bias_f32[n]
+              {}},
+          {bias_out, ElementD(0), {}},                    // + bias_out[n]
+          {}};
+    } else {
+      // Row groups along M: x kGroup1x128 is M-major with leading dimension ld; x kBlock128x128 is
+      // row-major over [M blocks][K groups]. Along N both weight layouts are row-major over K groups.
+      const bool x_m_major = kGranM == 1;
+      const LayoutSFA sfa = x_m_major ? scale_layout<LayoutSFA>(M, kb, 1, static_cast<int32_t>(a.ld_x_scale))
+                                      : scale_layout<LayoutSFA>(M, kb, kb, 1);
+      const LayoutSFB sfb = scale_layout<LayoutSFB>(N, kb, kb, 1);
+      mainloop = {ptr_a, dA, ptr_b, dB, a.x_scale, sfa, a.w_scale, sfb};
+      fusion = {
+          {{}, {a.bias_f32, 0.0f, {}}, {}},               // acc + bias_f32[n]
+          {bias_out, ElementD(0), {}},                    // + bias_out[n]
+          {}};
+    }
+    cutlass::KernelHardwareInfo hw;
+    hw.device_id = a.device;
+    hw.sm_count = a.sm_count;  // > 0: CUTLASS does not query the device on every call
+    return typename Gemm::Arguments{cutlass::gemm::GemmUniversalMode::kGemm,
+                                    {M, N, K, 1},
+                                    mainloop,
+                                    {fusion, nullptr, {}, static_cast<ElementD*>(a.y), dD},
+                                    hw};
+  }
+
+  static void run(const BlockwiseGemmArgs& a, cudaStream_t stream) {
+    const char* fn = "blockwise_linear";
+    const std::string name = kCfg.name();
+    const typename Gemm::Arguments args = arguments(a);
+    cutlass::Status st = Gemm::can_implement(args);
+    if (st != cutlass::Status::kSuccess)
+      detail::fail(fn, Status::kUnsupported, "",
+                   detail::cat("CUTLASS can_implement refused M=", a.M, " N=", a.N, " K=", a.K, " for config ", name,
+                               ": ", cutlassGetStatusString(st)));
+    const size_t workspace = Gemm::get_workspace_size(args);
+    if (workspace != 0)
+      detail::fail(fn, Status::kInternal, "",
+                   detail::cat("config ", name, " needs a ", workspace, "-byte workspace; blockwise_linear allocates none"));
+    Gemm gemm;
+    st = gemm.initialize(args, nullptr, stream);
+    if (st != cutlass::Status::kSuccess)
+      detail::fail(fn, Status::kCudaError, "",
+                   detail::cat("CUTLASS initialize failed for config ", name, ": ", cutlassGetStatusString(st)));
+    st = gemm.run(stream);
+    detail::check_launch(fn, name.c_str());
+    if (st != cutlass::Status::kSuccess)
+      detail::fail(fn, Status::kCudaError, "",
+                   detail::cat("CUTLASS launch failed for config ", name, ": ", cutlassGetStatusString(st)));
+  }
+};
+
+// Runs configuration kConfig for the granularity pair of `a`.
+template <class ElementD, int kConfig>
+void run_config(const BlockwiseGemmArgs& a, cudaStream_t stream) {
+  using G = ScaleGranularity;
+  const bool w_block = a.gw == G::kBlock128x128;
+  if (a.gx == G::kPerRow && a.gw == G::kPerRow)
+    return BlockwiseGemm<ElementD, kConfig, kPerRowScales, kPerRowScales>::run(a, stream);
+  if (a.gx == G::kGroup1x128 && (w_block || a.gw == G::kGroup1x128))
+    return w_block ? BlockwiseGemm<ElementD, kConfig, 1, 128>::run(a, stream)
+                   : BlockwiseGemm<ElementD, kConfig, 1, 1>::run(a, stream);
+  if constexpr (kBlockwiseConfigs[kConfig].tile_m % 128 == 0) {
+    if (a.gx == G::kBlock128x128 && (w_block || a.gw == G::kGroup1x128))
+      return w_block ? BlockwiseGemm<ElementD, kConfig, 128, 128>::run(a, stream)
+                     : BlockwiseGemm<ElementD, kConfig, 128, 1>::run(a, stream);
+  }
+  detail::fail("blockwise_linear", Status::kInternal, "",
+               detail::cat("config ", kBlockwiseConfigs[kConfig].name(), " is not instantiated for x_scale ",
+                           granularity_name(a.gx), " with w_scale ", granularity_name(a.gw)));
+}
+
+template <class ElementD>
+void run_for_output(const BlockwiseGemmArgs& a, int config, cudaStream_t stream) {
+  static_assert(kBlockwiseNumConfigs == 3, "add the new configuration to this switch");
+  switch (config) {
+    case 0: return run_config<ElementD, 0>(a, stream);
+    case 1: return run_config<ElementD, 1>(a, stream);
+    case 2: return run_config<ElementD, 2>(a, stream);
+    default: break;
+  }
+  detail::fail("blockwise_linear", Status::kInternal, "", detail::cat("config index ", config, " is not in the table"));
+}
+
+}  // namespace qsgemm::kernels::sm90_blockwise

@@ -1,0 +1,12 @@
+// Blockwise FP8 GEMM kernels with fp16 output: every configuration x every scale-granularity pair it
+// supports (13 kernels, see sm90_blockwise_configs.h). One file per output dtype so that the three
+// compile in parallel.
+#include "kernels/sm90/blockwise/sm90_blockwise_gemm.cuh"
+
+namespace qsgemm::kernels {
+
+void run_blockwise_gemm_f16(const BlockwiseGemmArgs& a, int config, cudaStream_t stream) {
+  sm90_blockwise::run_for_output<cutlass::half_t>(a, config, stream);
+}
+
+}  // namespace qsgemm::kernels

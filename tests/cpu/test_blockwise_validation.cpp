@@ -1,0 +1,299 @@
+// Bad input to blockwise_linear is rejected before any GPU work, with the documented status and a
+// message that names the offending value; and the configuration table / heuristic, which are pure
+// host functions. Runs without a GPU (fake, well-aligned addresses are never dereferenced).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+
+#include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
+#include "qsgemm/blockwise.h"
+#include "qsgemm/device.h"
+#include "qsgemm/error.h"
+
+namespace {
+
+using namespace qsgemm;
+using G = ScaleGranularity;
+
+void* addr(uintptr_t a) { return reinterpret_cast<void*>(a); }
+const float* faddr(uintptr_t a) { return reinterpret_cast<const float*>(a); }
+
+void expect_error(const std::function<void()>& f, Status code, const std::string& needle, const std::string& operand = "") {
+  try {
+    f();
+    ADD_FAILURE() << "no error thrown; expected " << status_name(code) << " mentioning '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
+    if (!operand.empty()) EXPECT_EQ(e.operand(), operand) << e.what();
+  }
+}
+
+// A valid DeepSeek-style problem (x 1x128 groups, w 128x128 blocks), M=16, N=256, K=512.
+struct Case {
+  MatrixView x{addr(0x100000), DType::kE4M3, 16, 512};
+  ScaleView sx{faddr(0x200000), G::kGroup1x128, 16};
+  MatrixView w{addr(0x300000), DType::kE4M3, 256, 512};
+  ScaleView sw{faddr(0x400000), G::kBlock128x128, 0};
+  VectorView bias{};
+  MatrixView y{addr(0x500000), DType::kBF16, 16, 256};
+  BlockwiseOptions opt{};
+  void run() const { blockwise_linear(x, sx, w, sw, bias, y, opt, nullptr); }
+};
+
+TEST(BlockwiseValidation, OperandDtypes) {
+  Case c;
+  c.x.dtype = DType::kBF16;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "dtype bf16 is not accepted", "x");
+  c = Case{};
+  c.w.dtype = DType::kF16;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "dtype fp16 is not accepted", "w");
+  c = Case{};
+  c.y.dtype = DType::kE4M3;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "dtype e4m3 is not accepted", "y");
+}
+
+TEST(BlockwiseValidation, Shapes) {
+  Case c;
+  c.w.cols = c.w.ld = 256;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "has 256 columns, expected 512", "w");
+  c = Case{};
+  c.y.rows = 15;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "has 15 rows, expected 16", "y");
+  c = Case{};
+  c.y.cols = c.y.ld = 264;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "has 264 columns, expected 256", "y");
+  c = Case{};
+  c.x.ld = 500;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "ld=500 is smaller than cols=512", "x");
+}
+
+TEST(BlockwiseValidation, KRules) {
+  Case c;
+  c.x.cols = c.x.ld = c.w.cols = c.w.ld = 136;  // 16-byte rows need K % 16 == 0 (ld 136 is itself rejected later)
+  c.x.ld = c.w.ld = 144;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "K=136 must be a multiple of 16", "K");
+  c = Case{};
+  c.x.cols = c.w.cols = 0;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "K=0 must be positive", "K");
+}
+
+TEST(BlockwiseValidation, NRules) {
+  Case c;
+  c.w.rows = 250;
+  c.y.cols = c.y.ld = 250;
+  c.y.ld = 256;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "N=250 must be a multiple of 8", "N");
+  c.y.dtype = DType::kF32;  // fp32 output: 16-byte rows are 4 elements
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "N=250 must be a multiple of 4", "N");
+  c = Case{};
+  c.w.rows = 0;
+  c.y.cols = 0;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "N=0 must be positive", "N");
+}
+
+TEST(BlockwiseValidation, Alignment) {
+  Case c;
+  c.x.data = addr(0x100008);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be 16-byte aligned", "x");
+  c = Case{};
+  c.w.data = addr(0x300004);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be 16-byte aligned", "w");
+  c = Case{};
+  c.y.data = addr(0x500002);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be 16-byte aligned", "y");
+  c = Case{};
+  c.x.ld = 520;
+  expect_error([&] { c.run(); }, Status::kMisaligned, "ld=520", "x");
+  c = Case{};
+  c.w.ld = 536;
+  expect_error([&] { c.run(); }, Status::kMisaligned, "ld=536", "w");
+  c = Case{};
+  c.y.ld = 260;  // 520 bytes
+  expect_error([&] { c.run(); }, Status::kMisaligned, "ld=260 (520 bytes) must be a multiple of 16 bytes", "y");
+  // One row: TMA still needs 16-byte row strides.
+  c = Case{};
+  c.x.rows = c.y.rows = 1;
+  c.x.ld = 520;
+  expect_error([&] { c.run(); }, Status::kMisaligned, "ld=520 (520 bytes) must be a multiple of 16 bytes", "x");
+  c = Case{};
+  c.x.rows = c.y.rows = 1;
+  c.y.ld = 260;
+  expect_error([&] { c.run(); }, Status::kMisaligned, "ld=260", "y");
+}
+
+TEST(BlockwiseValidation, ScalePointers) {
+  Case c;
+  c.sx.data = nullptr;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "null pointer", "x_scale");
+  c = Case{};
+  c.sw.data = nullptr;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "null pointer", "w_scale");
+  c = Case{};
+  c.sx.data = faddr(0x200002);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be 4-byte aligned", "x_scale");
+}
+
+TEST(BlockwiseValidation, Granularities) {
+  Case c;
+  c.sx.granularity = G::kPerTensor;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "granularity per_tensor is not accepted", "x_scale");
+  c = Case{};
+  c.sw.granularity = G::kPerTensor;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "granularity per_tensor is not accepted", "w_scale");
+  c = Case{};
+  c.sx.granularity = G::kPerRow;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "per_row scales pair only with per_row scales: got x_scale per_row with w_scale block_128x128", "x_scale");
+  c = Case{};
+  c.sw.granularity = G::kPerRow;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "got x_scale group_1x128 with w_scale per_row", "w_scale");
+  c = Case{};
+  c.sx.granularity = G::kBlock128x128;
+  c.sw.granularity = G::kPerRow;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "with w_scale per_row", "w_scale");
+}
+
+TEST(BlockwiseValidation, GroupScaleLeadingDimension) {
+  Case c;
+  c.sx.ld = 15;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "ld=15 must be >= M=16", "x_scale");
+  // The ld of 128x128 block scales and of per-row scales is not used.
+  c = Case{};
+  c.sx = ScaleView{faddr(0x200000), G::kBlock128x128, 0};
+  c.opt.config = 7;  // stops validation just before the GPU
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config 7", "options.config");
+}
+
+TEST(BlockwiseValidation, Bias) {
+  Case c;
+  c.bias = VectorView(addr(0x600000), DType::kF32, 100);
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "bias has 100 elements, expected N=256", "bias");
+  c.bias = VectorView(addr(0x600000), DType::kF16, 256);
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "bias dtype fp16 must be fp32 or the output dtype bf16", "bias");
+  c.y.dtype = DType::kF32;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "bias dtype fp16 must be fp32 or the output dtype fp32", "bias");
+  c = Case{};
+  c.bias = VectorView(addr(0x600002), DType::kF32, 256);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be 4-byte aligned", "bias");
+  c.bias = VectorView(addr(0x600001), DType::kBF16, 256);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be 2-byte aligned", "bias");
+}
+
+TEST(BlockwiseValidation, Config) {
+  Case c;
+  c.opt.config = 3;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config 3 is outside [-1, 3)", "options.config");
+  c.opt.config = -2;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config -2 is outside [-1, 3)", "options.config");
+  // The 64-row tile cannot hold whole 128-row x-scale blocks.
+  c = Case{};
+  c.sx = ScaleView{faddr(0x200000), G::kBlock128x128, 0};
+  c.opt.config = 1;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "config 1 (64x128x128_c1x1_pingpong) cannot serve x_scale block_128x128 with w_scale block_128x128",
+               "options.config");
+}
+
+TEST(BlockwiseValidation, ProblemTooLarge) {
+  Case c;
+  c.x.rows = c.y.rows = int64_t{1} << 31;
+  c.sx.ld = c.x.rows;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "M=2147483648", "x");
+  c = Case{};
+  c.sx.ld = int64_t{1} << 30;  // x 4 K groups > 2^31 scales: the kernel's scale layout is 32-bit
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "ld=1073741824 x 4 K groups", "x_scale");
+}
+
+// M == 0 enqueues nothing and needs neither scales nor a GPU.
+TEST(BlockwiseValidation, MZeroIsNoOp) {
+  Case c;
+  c.x.rows = c.y.rows = 0;
+  c.sx = ScaleView{nullptr, G::kGroup1x128, 0};
+  c.sw.data = nullptr;
+  EXPECT_NO_THROW(c.run());
+}
+
+// Valid input on a machine without an sm_90 GPU: kUnsupported, after all the checks above.
+TEST(BlockwiseValidation, ValidInputWithoutGpuIsUnsupported) {
+  if (device_info().supports_kernels()) GTEST_SKIP() << "an sm_90 GPU is present (fake pointers would be used)";
+  Case c;
+  expect_error([&] { c.run(); }, Status::kUnsupported, "sm_90a");
+}
+
+// ---- configuration table and heuristic ---------------------------------------------------------
+
+using kernels::blockwise_choose_config;
+using kernels::blockwise_config_supports;
+using kernels::kBlockwiseConfigs;
+using kernels::kBlockwiseNumConfigs;
+
+TEST(BlockwiseConfigs, TableAndNames) {
+  ASSERT_EQ(kBlockwiseNumConfigs, 3);
+  EXPECT_EQ(kBlockwiseConfigs[0].name(), "128x128x128_c1x1_coop");
+  EXPECT_EQ(kBlockwiseConfigs[1].name(), "64x128x128_c1x1_pingpong");
+  EXPECT_EQ(kBlockwiseConfigs[2].name(), "128x128x128_c1x2_coop");
+  std::set<std::string> names;
+  for (const auto& c : kBlockwiseConfigs) {
+    EXPECT_EQ(c.tile_k, 128) << c.name() << ": the K tile must equal the scale group";
+    EXPECT_EQ(c.tile_n % 128, 0) << c.name() << ": 128x128 weight-scale blocks must cover whole tiles";
+    if (c.schedule == kernels::BlockwiseSchedule::kCooperative) EXPECT_GE(c.tile_m, 128) << c.name();
+    names.insert(c.name());
+  }
+  EXPECT_EQ(names.size(), static_cast<size_t>(kBlockwiseNumConfigs)) << "names must be unique";
+}
+
+TEST(BlockwiseConfigs, Supports) {
+  const G valid[][2] = {{G::kGroup1x128, G::kBlock128x128}, {G::kGroup1x128, G::kGroup1x128},
+                        {G::kBlock128x128, G::kBlock128x128}, {G::kBlock128x128, G::kGroup1x128},
+                        {G::kPerRow, G::kPerRow}};
+  // Configuration 0 is the fallback of the heuristic: it must serve every valid pair.
+  for (const auto& p : valid) EXPECT_TRUE(blockwise_config_supports(0, p[0], p[1]));
+  EXPECT_FALSE(blockwise_config_supports(1, G::kBlock128x128, G::kBlock128x128));
+  EXPECT_FALSE(blockwise_config_supports(1, G::kBlock128x128, G::kGroup1x128));
+  EXPECT_TRUE(blockwise_config_supports(1, G::kGroup1x128, G::kBlock128x128));
+  EXPECT_TRUE(blockwise_config_supports(1, G::kPerRow, G::kPerRow));
+  for (const auto& p : valid) EXPECT_TRUE(blockwise_config_supports(2, p[0], p[1]));
+  EXPECT_FALSE(blockwise_config_supports(0, G::kPerRow, G::kBlock128x128));
+  EXPECT_FALSE(blockwise_config_supports(0, G::kGroup1x128, G::kPerRow));
+  EXPECT_FALSE(blockwise_config_supports(0, G::kPerTensor, G::kBlock128x128));
+  EXPECT_FALSE(blockwise_config_supports(-1, G::kGroup1x128, G::kBlock128x128));
+  EXPECT_FALSE(blockwise_config_supports(kBlockwiseNumConfigs, G::kGroup1x128, G::kBlock128x128));
+}
+
+TEST(BlockwiseHeuristic, SmallMUsesTheNarrowTile) {
+  for (int64_t M : {1, 2, 7, 16, 33, 64})
+    for (int64_t N : {256, 2112, 7168, 18432}) EXPECT_EQ(blockwise_choose_config(M, N, 7168, 132), 1) << M << "x" << N;
+}
+
+TEST(BlockwiseHeuristic, MediumAndLargeM) {
+  // 2 x 56 = 112 tiles of 128 rows: one wave; 64-row tiles would need two.
+  EXPECT_EQ(blockwise_choose_config(256, 7168, 7168, 132), 0);
+  // Many waves, an even number of N tiles: the 1x2 cluster.
+  EXPECT_EQ(blockwise_choose_config(4096, 7168, 7168, 132), 2);
+  EXPECT_EQ(blockwise_choose_config(16384, 2048, 7168, 132), 2);
+  // An odd number of N tiles would leave half-empty clusters.
+  EXPECT_EQ(blockwise_choose_config(4096, 7296, 7168, 132), 0);
+  // Few N tiles, many rows: 64-row tiles fill the SMs (130 tiles vs. 66).
+  EXPECT_EQ(blockwise_choose_config(4099, 256, 7168, 132), 1);
+}
+
+TEST(BlockwiseHeuristic, PureAndInRange) {
+  EXPECT_EQ(blockwise_choose_config(1000, 4096, 4096, 0), blockwise_choose_config(1000, 4096, 4096, 132))
+      << "sm_count <= 0 means an H100/H200 with 132 SMs";
+  for (int sms : {1, 78, 114, 132})
+    for (int64_t M = 1; M <= 70000; M = M * 3 + 1)
+      for (int64_t N : {8, 120, 136, 4096, 7168, 129280})
+        for (int64_t K : {128, 400, 28672}) {
+          const int c = blockwise_choose_config(M, N, K, sms);
+          ASSERT_GE(c, 0);
+          ASSERT_LT(c, kBlockwiseNumConfigs);
+          ASSERT_EQ(c, blockwise_choose_config(M, N, K, sms)) << "not deterministic";
+        }
+}
+
+}  // namespace
