@@ -155,28 +155,34 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
     guarded(row, "sparse24_choose_config",
             [&] { row.config = sparse24_config(sparse24_choose_config(M, N, K, env.report.sms)).name(); });
 
-    if (!w) {
-      row.add_note(failure.notes);
-    } else if (!env.kernels_ok) {
-      row.add_note("qsgemm: its kernels need an sm_90 GPU");
-    } else {
+    // Times qsgemm (default: promoted accumulation; or FP8 fast accumulation) into r.
+    auto measure = [&](BenchRow& r, bool fast_accum) {
+      if (!w) {
+        r.add_note(failure.notes);
+        return;
+      }
+      if (!env.kernels_ok) {
+        r.add_note("qsgemm: its kernels need an sm_90 GPU");
+        return;
+      }
       const MatrixView xv(x8.get(), DType::kE4M3, M, K), yv(y.get(), DType::kBF16, M, N);
       const ScaleView sv{x_scale.as<float>(), ScaleGranularity::kPerRow, 0};
       const SparseFp8Weight weight = *w;
-      auto linear = [&](cudaStream_t st) {
-        sparse24_linear(xv, sv, weight, VectorView{}, yv, Sparse24LinearOptions{}, st);
-      };
-      const bool ran = guarded(row, "qsgemm", [&] { row.qsgemm_us = env.timer->time_us(linear, env.time); });
+      Sparse24LinearOptions opt;
+      opt.fast_accum = fast_accum;
+      auto linear = [&](cudaStream_t st) { sparse24_linear(xv, sv, weight, VectorView{}, yv, opt, st); };
+      const bool ran = guarded(r, "qsgemm", [&] { r.qsgemm_us = env.timer->time_us(linear, env.time); });
       if (ran && env.check) {
-        guarded(row, "rel_err", [&] {
+        guarded(r, "rel_err", [&] {
           if (!wref) wref = download_channels(weight, channels, s);
           QSB_CHECK_CUDA(cudaMemsetAsync(y.get(), 0xFF, static_cast<size_t>(2 * M * N), s));  // bf16 NaN
           linear(s);
-          set_rel_err(row, sparse_rel_err(*wref, channels, x8.as<uint8_t>(), x_scale.as<float>(), y.as<uint16_t>(),
-                                          M, N, K, s));
+          set_rel_err(r, sparse_rel_err(*wref, channels, x8.as<uint8_t>(), x_scale.as<float>(), y.as<uint16_t>(),
+                                        M, N, K, s));
         });
       }
-    }
+    };
+    measure(row, false);
 
     const GemmOperands f8{M, N, K, x8.get(), w8.get(), y.get()};
     const GemmOperands b16{M, N, K, x16.get(), w16.get(), y.get()};
@@ -185,7 +191,18 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
     run_baseline(env, row, "cublas_bf16", [&] { return make_cublas_bf16(*env.lt, b16, s); });
 
     table.print_row(row);
+    // The same point with FP8 fast accumulation (opt-in mode), against the same baseline times.
+    BenchRow fast = row;
+    fast.family = "sparse24_fastaccum";
+    fast.qsgemm_us.reset();
+    fast.rel_err.reset();
+    fast.notes.clear();
+    guarded(fast, "sparse24_choose_config",
+            [&] { fast.config = sparse24_config(sparse24_choose_config(M, N, K, env.report.sms, true)).name(); });
+    measure(fast, true);
+    table.print_row(fast);
     env.report.rows.push_back(std::move(row));
+    env.report.rows.push_back(std::move(fast));
   }
 }
 
@@ -269,11 +286,12 @@ void bench_quant_per_token(BenchEnv& env, int64_t M, int64_t K) {
 void print_summary(const BenchEnv& env) {
   const std::vector<BenchRow>& rows = env.report.rows;
   std::printf("\n== summary (speedup = baseline time / qsgemm time, same run) ==\n");
-  print_speedup_summary(rows, "sparse24", "cublaslt_fp8_rowwise");
+  for (const char* family : {"sparse24", "sparse24_fastaccum"}) {
+  print_speedup_summary(rows, family, "cublaslt_fp8_rowwise");
 
-  const auto big = speedups(rows, "sparse24", "cusparselt_fp8", 256, INT64_MAX);
-  const auto small = speedups(rows, "sparse24", "cusparselt_fp8", 0, 128);
-  std::printf("sparse24 vs cusparselt_fp8:");
+  const auto big = speedups(rows, family, "cusparselt_fp8", 256, INT64_MAX);
+  const auto small = speedups(rows, family, "cusparselt_fp8", 0, 128);
+  std::printf("%s vs cusparselt_fp8:", family);
   if (big.empty())
     std::printf("  M >= 256: n/a");
   else
@@ -287,16 +305,17 @@ void print_summary(const BenchEnv& env) {
   // At decode sizes the kernel should be bound by reading the compressed weight.
   std::vector<double> frac;
   for (const BenchRow& r : rows) {
-    if (r.family != "sparse24" || r.M > 32 || !r.qsgemm_us) continue;
+    if (r.family != family || r.M > 32 || !r.qsgemm_us) continue;
     const double w = static_cast<double>(r.N * r.K / 2 + sparse24_meta_bytes(r.N, r.K) + 4 * r.N);
     frac.push_back(w / (*r.qsgemm_us * 1e-6) / 1e9 / env.report.copy_bandwidth_GBps);
   }
   if (frac.empty())
     std::printf("M <= 32: compressed-weight bandwidth n/a\n");
   else
-    std::printf("M <= 32: the compressed weight moves at %.0f%% .. %.0f%% of copy bandwidth (median %.0f%%, %zu points)\n",
-                100 * *std::min_element(frac.begin(), frac.end()), 100 * *std::max_element(frac.begin(), frac.end()),
-                100 * median(frac), frac.size());
+    std::printf("%s M <= 32: the compressed weight moves at %.0f%% .. %.0f%% of copy bandwidth (median %.0f%%, %zu points)\n",
+                family, 100 * *std::min_element(frac.begin(), frac.end()),
+                100 * *std::max_element(frac.begin(), frac.end()), 100 * median(frac), frac.size());
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
 #include "kernels/sm90/sparse24/sparse24_launch.h"
+#include "sparse24_heuristic.h"
 #include "qsgemm/device.h"
 #include "qsgemm/formats.h"
 #include "validate.h"
@@ -14,11 +15,11 @@ namespace {
 
 struct ConfigRow {
   int tm, tn, tk, cm, cn;
-  bool coop;
+  bool coop, fast;
 };
 const std::vector<ConfigRow>& config_table() {
   static const std::vector<ConfigRow> table = {
-#define QSGEMM_ROW(i, tm, tn, tk, cm, cn, coop) {tm, tn, tk, cm, cn, coop},
+#define QSGEMM_ROW(i, tm, tn, tk, cm, cn, coop, fast) {tm, tn, tk, cm, cn, coop, fast},
       QSGEMM_SPARSE24_CONFIGS(QSGEMM_ROW)
 #undef QSGEMM_ROW
   };
@@ -46,7 +47,8 @@ void check_weight(const char* fn, const SparseFp8Weight& w) {
 }  // namespace
 
 std::string Sparse24Config::name() const {
-  return detail::cat(tile_m, "x", tile_n, "x", tile_k, "_c", cluster_m, "x", cluster_n, cooperative ? "_coop" : "_pingpong");
+  return detail::cat(tile_m, "x", tile_n, "x", tile_k, "_c", cluster_m, "x", cluster_n, cooperative ? "_coop" : "_pingpong",
+                     fast_accum ? "_fastaccum" : "");
 }
 int sparse24_num_configs() { return static_cast<int>(config_table().size()); }
 Sparse24Config sparse24_config(int index) {
@@ -54,10 +56,10 @@ Sparse24Config sparse24_config(int index) {
     detail::fail("sparse24_config", Status::kInvalidArgument, "index",
                  detail::cat("config index ", index, " is outside [0, ", sparse24_num_configs(), ")"));
   const ConfigRow& r = config_table()[static_cast<size_t>(index)];
-  return Sparse24Config{r.tm, r.tn, r.tk, r.cm, r.cn, r.coop};
+  return Sparse24Config{r.tm, r.tn, r.tk, r.cm, r.cn, r.coop, r.fast};
 }
-int sparse24_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
-  return kernels::sparse24_heuristic(M, N, K, sm_count);
+int sparse24_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, bool fast_accum) {
+  return kernels::sparse24_heuristic(M, N, K, sm_count, fast_accum);
 }
 
 Sparse24WeightBytes sparse24_weight_bytes(int64_t N, int64_t K, bool per_tensor_scale) {
@@ -164,7 +166,8 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   a.y_dtype = y.dtype;
   a.ldy = y.ld;
   a.sm_count = dev.sm_count;
-  const int config = options.config >= 0 ? options.config : sparse24_choose_config(x.rows, w.N, w.K, dev.sm_count);
+  const int config =
+      options.config >= 0 ? options.config : sparse24_choose_config(x.rows, w.N, w.K, dev.sm_count, options.fast_accum);
   kernels::run_sparse24_gemm(a, config, stream);
 }
 

@@ -46,7 +46,7 @@ void check_matrix(const char* fn, const char* name, const MatrixView& m, std::in
   if (m.rows == 0 || m.cols == 0) return;
   check_ptr(fn, name, m.data, align_bytes);
   const int64_t ld_bytes = m.ld * dtype_size(m.dtype);
-  if (m.rows > 1 && ld_bytes % align_bytes != 0)
+  if (ld_bytes % align_bytes != 0)  // also for one row: TMA descriptors encode the stride
     fail(fn, Status::kMisaligned, name,
          cat("ld=", m.ld, " (", ld_bytes, " bytes) must be a multiple of ", align_bytes, " bytes"));
 }

@@ -29,7 +29,7 @@ std::string cat(const Args&... args) {
 
 // Checks a matrix operand: non-null data (when rows*cols > 0), dtype in `allowed`, the exact shape
 // (pass -1 to skip a dimension), ld >= cols, the base pointer aligned to `align_bytes`, and
-// ld * element size a multiple of `align_bytes` when there is more than one row.
+// ld * element size a multiple of `align_bytes` (for one row too).
 void check_matrix(const char* fn, const char* name, const MatrixView& m, std::initializer_list<DType> allowed,
                   int64_t rows, int64_t cols, int align_bytes);
 void check_dtype(const char* fn, const char* name, DType t, std::initializer_list<DType> allowed);

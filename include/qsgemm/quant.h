@@ -2,7 +2,7 @@
 //
 // Every function is stream-ordered (enqueues on `stream`, never synchronizes, never allocates) and
 // validates its operands first, throwing qsgemm::Error naming the bad operand and value. Outputs are
-// bit-identical to the CPU reference in qsgemm/reference.h (checked by tests/gpu/test_quant.cpp).
+// bit-identical to the CPU reference in qsgemm/reference.h (checked by tests/gpu/test_quant_gpu.cpp).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -31,8 +31,10 @@ struct ScaleView {
 };
 
 // Dynamic per-token (kPerRow) FP8 quantization of activations.
-//   x:      bf16 or fp16 [M, K], row-major, ld >= K, 16-byte aligned base, ld a multiple of 8.
-//   q:      e4m3 [M, K] written, row-major, ld >= K, 16-byte aligned base, ld a multiple of 16.
+//   x:      bf16 or fp16 [M, K], row-major, ld >= K, 16-byte aligned base, ld a multiple of 8;
+//           K % 8 == 0 (each thread moves 8 elements).
+//   q:      e4m3 [M, K] written, row-major, ld >= K, 8-byte aligned base, ld a multiple of 8.
+//           (The GEMMs want 16-byte e4m3 rows: use ld % 16 == 0 when q feeds them.)
 //   scales: float [M] written: scale[m] = amax(x[m,:]) / 448 (1 for an all-zero row), or the power
 //           of two at or above it with pow2_scales.
 // M = 0 is a no-op. Non-finite inputs propagate (NaN -> e4m3 NaN code 0x7F); they are not checked.

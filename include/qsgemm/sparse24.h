@@ -66,12 +66,13 @@ struct Sparse24CompressOptions {
 };
 
 // Prune (or check), quantize and compress a dense weight on the GPU.
-//   w:   bf16, fp16 or fp32 [N, K] row-major, any ld >= K (a sub-view of a larger weight works),
-//        base aligned to its element size. NaN or Inf anywhere is an error (kInvalidValue).
+//   w:   bf16, fp16 or fp32 [N, K] row-major, any ld >= K (a sub-view of a larger weight works) whose
+//        rows are 16-byte aligned (base and ld * element size). NaN or Inf anywhere is an error
+//        (kInvalidValue, naming row and column).
 //   out: buffers sized by sparse24_weight_bytes(N, K, per_tensor); out.N/out.K must equal w's shape,
 //        out.per_tensor_scale must match options.scale (kPerTensor => true).
-//   workspace: sparse24_compress_workspace_bytes(N, K) bytes of device memory (may be null when 0);
-//        holds the error flags that are checked on return.
+//   workspace: sparse24_compress_workspace_bytes(N, K) bytes of device memory, 8-byte aligned (never
+//        null); holds the error flags that are checked on return.
 // This function synchronizes `stream` once at the end to report data errors (non-2:4 group, NaN)
 // with their location; it is a load-time operation, not a hot-path one.
 size_t sparse24_compress_workspace_bytes(int64_t N, int64_t K);
@@ -84,18 +85,24 @@ void sparse24_decompress(const SparseFp8Weight& w, const MatrixView& out, cudaSt
 
 // Epilogue and schedule options.
 struct Sparse24LinearOptions {
-  // -1: the heuristic chooses (sparse24_choose_config); otherwise an index into sparse24_configs().
+  // -1: the heuristic chooses (sparse24_choose_config); otherwise an index into the config table
+  // (sparse24_config(i)); a forced index overrides fast_accum.
   int config = -1;
+  // false (default): partial sums are promoted to float32 every 256 of K, the accuracy the tests
+  // hold to (rel. error <= 2e-3 bf16 / 5e-4 fp32 output at K up to 28672).
+  // true: FP8 fast accumulation in the tensor core over the whole K — faster, with the larger
+  // error measured in docs/performance.md. Opt-in only.
+  bool fast_accum = false;
 };
 
 // Y = (s_x ⊙ X) · (s_w ⊙ W)ᵀ + bias.
 //   x:       e4m3 [M, K] row-major, ld >= K, ld % 16 == 0, base 16-byte aligned. K == w.K.
 //   x_scale: float32 device, granularity kPerRow ([M]) or kPerTensor ([1]).
 //   w:       a compressed weight (sparse24_compress).
-//   bias:    optional (empty view = none), [N], dtype bf16, fp16 or fp32 (converted to float).
+//   bias:    optional (empty view = none), [N], dtype fp32 or the output dtype, 16-byte aligned.
 //   y:       bf16, fp16 or fp32 [M, N] row-major written, ld >= N, 16-byte aligned base and rows.
-// M = 0 is a no-op. Accumulation is float32 with partial sums promoted every 4 MMAs (128 of K);
-// see docs/performance.md for the measured error.
+// M = 0 is a no-op. Accumulation is float32 with partial sums promoted every 4 sparse MMAs (256 of
+// K) unless options.fast_accum; see docs/performance.md for the measured error of both.
 void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const SparseFp8Weight& w,
                      const VectorView& bias, const MatrixView& y, const Sparse24LinearOptions& options,
                      cudaStream_t stream);
@@ -105,11 +112,12 @@ struct Sparse24Config {
   int tile_m, tile_n, tile_k;  // kernel tile: m = weight rows, n = tokens
   int cluster_m, cluster_n;
   bool cooperative;            // cooperative (2 consumer warpgroups on one tile) or ping-pong
-  std::string name() const;    // e.g. "128x128x128_c1x2_coop"
+  bool fast_accum;             // FP8 fast accumulation (no float32 promotion in the K loop)
+  std::string name() const;    // e.g. "128x128x256_c1x2_coop", "64x32x256_c1x1_pingpong_fastaccum"
 };
 int sparse24_num_configs();
 Sparse24Config sparse24_config(int index);
 // Pure heuristic: the configuration index for a problem on a device with `sm_count` SMs.
-int sparse24_choose_config(int64_t M, int64_t N, int64_t K, int sm_count);
+int sparse24_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, bool fast_accum = false);
 
 }  // namespace qsgemm

@@ -154,6 +154,12 @@ TEST(Sparse24Config, TableAndHeuristic) {
   EXPECT_LE(sparse24_config(sparse24_choose_config(1, 8192, 8192, 132)).tile_n, 32);
   EXPECT_GE(sparse24_config(sparse24_choose_config(8192, 8192, 8192, 132)).tile_n, 128);
   EXPECT_EQ(sparse24_config(0).name(), "64x32x256_c1x1_pingpong");
+  // The default never picks a fast-accumulation config; the opt-in always does.
+  for (int64_t m : {1, 40, 100, 300, 5000}) {
+    EXPECT_FALSE(sparse24_config(sparse24_choose_config(m, 4096, 4096, 132)).fast_accum) << m;
+    EXPECT_TRUE(sparse24_config(sparse24_choose_config(m, 4096, 4096, 132, true)).fast_accum) << m;
+  }
+  EXPECT_NE(sparse24_config(4).name().find("_fastaccum"), std::string::npos);
 }
 
 TEST(QuantValidation, Rules) {

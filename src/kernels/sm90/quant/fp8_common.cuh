@@ -44,6 +44,46 @@ __device__ __forceinline__ void load8(const T* p, float (&v)[8]) {
   }
 }
 
+// 8 consecutive elements kept as raw bits (4 registers for 16-bit types, 8 for float), so that a
+// thread can hold many chunks of a row in registers and issue all their loads before the first use.
+template <class T>
+struct Chunk8 {
+  static constexpr int kWords = sizeof(T) == 4 ? 2 : 1;
+  uint4 raw[kWords];
+  __device__ __forceinline__ void load(const T* p) {
+#pragma unroll
+    for (int w = 0; w < kWords; ++w) raw[w] = __ldg(reinterpret_cast<const uint4*>(p) + w);
+  }
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int w = 0; w < kWords; ++w) raw[w] = make_uint4(0, 0, 0, 0);
+  }
+  __device__ __forceinline__ void to_floats(float (&v)[8]) const {
+    const T* e = reinterpret_cast<const T*>(raw);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = to_float<T>(e[i]);
+  }
+};
+
+// Max over a block of kThreads threads (a multiple of 32). All threads get the result.
+template <int kThreads>
+__device__ __forceinline__ float block_max(float v) {
+  static_assert(kThreads % 32 == 0, "whole warps");
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, off));
+  if constexpr (kThreads == 32) {
+    return v;
+  } else {
+    __shared__ float warp_max[kThreads / 32];
+    if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = warp_max[0];
+#pragma unroll
+    for (int w = 1; w < kThreads / 32; ++w) v = fmaxf(v, warp_max[w]);
+    return v;
+  }
+}
+
 // Quantizes 8 floats with scale s and stores them as 8 bytes (one 8-byte store).
 __device__ __forceinline__ void store8_fp8(uint8_t* q, const float (&v)[8], float s) {
   uint32_t lo = 0, hi = 0;

@@ -74,6 +74,43 @@ __global__ void __launch_bounds__(kThreads) quantize_rows(const T* __restrict__ 
   }
 }
 
+// One row per block of kRowThreads threads, each holding kChunks chunks of 8 elements in registers:
+// all loads of the row are issued before the amax reduction and the row is read from memory once.
+// Chunk i of thread t covers columns (i * kRowThreads + t) * 8 .. +8, so each load is coalesced.
+template <class T, int kRowThreads, int kChunks>
+__global__ void __launch_bounds__(kRowThreads) quantize_rows_resident(const T* __restrict__ x, int64_t ldx,
+                                                                      uint8_t* __restrict__ q, int64_t ldq,
+                                                                      int64_t cols, float* __restrict__ scales,
+                                                                      int64_t s_row, bool pow2) {
+  const int64_t r = blockIdx.x;
+  const T* xr = x + r * ldx;
+  Chunk8<T> c[kChunks];
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int64_t col = (static_cast<int64_t>(i) * kRowThreads + threadIdx.x) * 8;
+    if (col < cols) c[i].load(xr + col); else c[i].zero();
+  }
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    float v[8];
+    c[i].to_floats(v);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) amax = fmaxf(amax, fabsf(v[j]));
+  }
+  const float s = fp8_scale_from_amax(block_max<kRowThreads>(amax), pow2);
+  if (threadIdx.x == 0) scales[r * s_row] = s;
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int64_t col = (static_cast<int64_t>(i) * kRowThreads + threadIdx.x) * 8;
+    if (col < cols) {
+      float v[8];
+      c[i].to_floats(v);
+      store8_fp8(q + r * ldq + col, v, s);
+    }
+  }
+}
+
 template <class T>
 __global__ void __launch_bounds__(kThreads) quantize_static(const T* __restrict__ x, int64_t ldx, uint8_t* __restrict__ q,
                                                             int64_t ldq, int64_t rows, int64_t cols,
@@ -146,8 +183,17 @@ struct LaunchGroups {
   static void run(const void* x, int64_t ldx, uint8_t* q, int64_t ldq, int64_t rows, int64_t cols, int64_t group,
                   float* scales, int64_t s_row, int64_t s_grp, bool pow2, cudaStream_t st) {
     if (group >= cols) {
-      quantize_rows<T><<<static_cast<unsigned>(rows), kThreads, 0, st>>>(static_cast<const T*>(x), ldx, q, ldq, cols,
-                                                                         scales, s_row, pow2);
+      // Rows up to 32768 columns stay in registers (one read of memory); longer rows loop twice.
+      const T* xp = static_cast<const T*>(x);
+      const unsigned grid = static_cast<unsigned>(rows);
+      const int64_t chunks = cols / 8;
+      if (chunks <= 128 * 1) quantize_rows_resident<T, 128, 1><<<grid, 128, 0, st>>>(xp, ldx, q, ldq, cols, scales, s_row, pow2);
+      else if (chunks <= 128 * 2) quantize_rows_resident<T, 128, 2><<<grid, 128, 0, st>>>(xp, ldx, q, ldq, cols, scales, s_row, pow2);
+      else if (chunks <= 128 * 4) quantize_rows_resident<T, 128, 4><<<grid, 128, 0, st>>>(xp, ldx, q, ldq, cols, scales, s_row, pow2);
+      else if (chunks <= 128 * 8) quantize_rows_resident<T, 128, 8><<<grid, 128, 0, st>>>(xp, ldx, q, ldq, cols, scales, s_row, pow2);
+      else if (chunks <= 256 * 8) quantize_rows_resident<T, 256, 8><<<grid, 256, 0, st>>>(xp, ldx, q, ldq, cols, scales, s_row, pow2);
+      else if (chunks <= 256 * 16) quantize_rows_resident<T, 256, 16><<<grid, 256, 0, st>>>(xp, ldx, q, ldq, cols, scales, s_row, pow2);
+      else quantize_rows<T><<<grid, kThreads, 0, st>>>(xp, ldx, q, ldq, cols, scales, s_row, pow2);
     } else {
       const int64_t groups = rows * ((cols + 127) / 128);
       quantize_small_groups<T><<<grid_for(groups, kThreads / 16), kThreads, 0, st>>>(

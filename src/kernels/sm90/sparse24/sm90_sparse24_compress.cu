@@ -64,7 +64,7 @@ __device__ __forceinline__ float select_chunk(const float (&v)[8], int64_t n, in
   return amax;
 }
 
-__device__ __forceinline__ float block_max(float v) {
+__device__ __forceinline__ float block_max_loop(float v) {
   __shared__ float warp_max[kThreads / 32];
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, off));
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(kThreads) sparse24_amax(const T* __restrict__ 
     uint32_t byte;
     amax = fmaxf(amax, select_chunk(v, n, k, K, false, status, &byte));
   }
-  amax = block_max(amax);
+  amax = block_max_loop(amax);
   if (threadIdx.x == 0) atomicMax(&status->amax_bits, __float_as_uint(amax));  // amax >= 0: int order == float order
 }
 
@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(kThreads) sparse24_compress(const T* __restric
       uint32_t byte;
       amax = fmaxf(amax, select_chunk(v, n, k, K, require_24, status, &byte));
     }
-    s = fp8_scale_from_amax(block_max(amax), false);
+    s = fp8_scale_from_amax(block_max_loop(amax), false);
     if (threadIdx.x == 0) scales[n] = s;
   } else if (scale_mode == 1) {
     s = fp8_scale_from_amax(__uint_as_float(status->amax_bits), false);
@@ -136,6 +136,64 @@ __global__ void __launch_bounds__(kThreads) sparse24_compress(const T* __restric
     }
     *reinterpret_cast<uint32_t*>(values + n * (K / 2) + k / 2) = packed;
     meta[meta_offset(rows_padded, n, k)] = static_cast<uint8_t>(byte);
+  }
+}
+
+// The fast path of sparse24_compress: one row per block, kChunks chunks of 8 per thread held in
+// registers, so the row is read from memory once and all its loads are in flight together.
+// scale_mode as in sparse24_compress. Validation (NaN/Inf, 2:4) runs here in every mode.
+template <class T, int kRowThreads, int kChunks>
+__global__ void __launch_bounds__(kRowThreads) sparse24_compress_resident(
+    const T* __restrict__ w, int64_t ldw, int64_t N, int64_t K, bool require_24, int scale_mode, bool given_scalar,
+    uint8_t* __restrict__ values, uint8_t* __restrict__ meta, float* __restrict__ scales,
+    Sparse24CompressStatus* status) {
+  const int64_t n = blockIdx.x;
+  const T* row = w + n * ldw;
+  Chunk8<T> c[kChunks];
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int64_t k = (static_cast<int64_t>(i) * kRowThreads + threadIdx.x) * 8;
+    if (k < K) c[i].load(row + k); else c[i].zero();
+  }
+  uint32_t bytes[kChunks];
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int64_t k = (static_cast<int64_t>(i) * kRowThreads + threadIdx.x) * 8;
+    bytes[i] = 0;
+    if (k < K) {
+      float v[8];
+      c[i].to_floats(v);
+      amax = fmaxf(amax, select_chunk(v, n, k, K, require_24, status, &bytes[i]));
+    }
+  }
+  float s;
+  if (scale_mode == 0) {
+    s = fp8_scale_from_amax(block_max<kRowThreads>(amax), false);
+    if (threadIdx.x == 0) scales[n] = s;
+  } else if (scale_mode == 1) {
+    s = fp8_scale_from_amax(__uint_as_float(status->amax_bits), false);
+    if (n == 0 && threadIdx.x == 0) scales[0] = s;
+  } else {
+    s = scales[given_scalar ? 0 : n];
+  }
+  const int64_t rows_padded = (N + kSparse24MetaRowAlign - 1) / kSparse24MetaRowAlign * kSparse24MetaRowAlign;
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int64_t k = (static_cast<int64_t>(i) * kRowThreads + threadIdx.x) * 8;
+    if (k < K) {
+      float v[8];
+      c[i].to_floats(v);
+      uint32_t packed = 0;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t sel = (bytes[i] >> (4 * h)) & 0xF;
+        packed |= static_cast<uint32_t>(fp8_quantize(v[4 * h + (sel & 3)], s)) << (16 * h);
+        packed |= static_cast<uint32_t>(fp8_quantize(v[4 * h + (sel >> 2)], s)) << (16 * h + 8);
+      }
+      *reinterpret_cast<uint32_t*>(values + n * (K / 2) + k / 2) = packed;
+      meta[meta_offset(rows_padded, n, k)] = static_cast<uint8_t>(bytes[i]);
+    }
   }
 }
 
@@ -180,9 +238,25 @@ void launch_sparse24_compress(const void* w, DType wt, int64_t ldw, int64_t N, i
   auto run = [&](auto tag) {
     using T = decltype(tag);
     const T* wp = static_cast<const T*>(w);
-    if (scale_mode == 1) sparse24_amax<T><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(wp, ldw, K, status);
-    sparse24_compress<T><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(wp, ldw, N, K, require_24, scale_mode,
-                                                                            given_scalar, values, meta, scales, status);
+    const unsigned grid = static_cast<unsigned>(N);
+    if (scale_mode == 1) sparse24_amax<T><<<grid, kThreads, 0, stream>>>(wp, ldw, K, status);
+    // Rows that fit in registers (K <= 32768 for 16-bit weights, 16384 for fp32) take the one-read path.
+    const int64_t chunks = K / 8;
+    constexpr bool kWide = sizeof(T) == 4;
+#define QSGEMM_RESIDENT(THREADS, CHUNKS)                                                                   \
+  sparse24_compress_resident<T, THREADS, CHUNKS><<<grid, THREADS, 0, stream>>>(wp, ldw, N, K, require_24, \
+                                                                              scale_mode, given_scalar,   \
+                                                                              values, meta, scales, status)
+    if (chunks <= 128 * 1) QSGEMM_RESIDENT(128, 1);
+    else if (chunks <= 128 * 2) QSGEMM_RESIDENT(128, 2);
+    else if (chunks <= 128 * 4) QSGEMM_RESIDENT(128, 4);
+    else if (chunks <= 128 * 8) QSGEMM_RESIDENT(128, 8);
+    else if (chunks <= 256 * 8) QSGEMM_RESIDENT(256, 8);
+    else if (!kWide && chunks <= 256 * 16) QSGEMM_RESIDENT(256, 16);
+    else
+      sparse24_compress<T><<<grid, kThreads, 0, stream>>>(wp, ldw, N, K, require_24, scale_mode, given_scalar, values,
+                                                          meta, scales, status);
+#undef QSGEMM_RESIDENT
   };
   switch (wt) {
     case DType::kBF16: run(__nv_bfloat16{}); break;

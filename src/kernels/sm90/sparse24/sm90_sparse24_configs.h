@@ -1,4 +1,5 @@
-// The one table of 2:4 sparse FP8 kernel configurations, and the pure heuristic that picks one.
+// The one table of 2:4 sparse FP8 kernel configurations (the heuristic that picks one lives in
+// src/sparse24_heuristic.h, so that retuning it does not recompile the kernels).
 //
 // Kernel coordinates: the weight is the sparse A operand, so the kernel's M is the weight's N
 // (output channels) and the kernel's N is the token count M. Every configuration keeps
@@ -10,29 +11,22 @@
 
 #include <cstdint>
 
-// X(index, tile_m, tile_n, tile_k, cluster_m, cluster_n, cooperative)
-#define QSGEMM_SPARSE24_CONFIGS(X)        \
-  X(0, 64, 32, 256, 1, 1, false)          \
-  X(1, 64, 64, 256, 1, 1, false)          \
-  X(2, 64, 128, 256, 1, 1, false)         \
-  X(3, 128, 128, 256, 1, 2, true)         \
-  X(4, 128, 256, 128, 1, 1, true)
+// X(index, tile_m, tile_n, tile_k, cluster_m, cluster_n, cooperative, fast_accum)
+// fast_accum = false: the FP8 mainloop promotes partial sums to float32 every 4 MMAs (256 of K);
+// fast_accum = true: the tensor core accumulates the whole K (faster; error in docs/performance.md).
+#define QSGEMM_SPARSE24_CONFIGS(X)             \
+  X(0, 64, 32, 256, 1, 1, false, false)        \
+  X(1, 64, 64, 256, 1, 1, false, false)        \
+  X(2, 64, 128, 256, 1, 1, false, false)       \
+  X(3, 128, 128, 256, 1, 2, true, false)       \
+  X(4, 64, 32, 256, 1, 1, false, true)         \
+  X(5, 64, 64, 256, 1, 1, false, true)         \
+  X(6, 64, 128, 256, 1, 1, false, true)        \
+  X(7, 128, 128, 256, 1, 2, true, true)        \
+  X(8, 128, 256, 128, 1, 2, true, true)
 
 namespace qsgemm::kernels {
 
-inline constexpr int kSparse24NumConfigs = 5;
-
-// Tokens (the kernel's N) decide the tile: at decode sizes the kernel streams the weight once and
-// the narrowest token tile wastes the least work; at prefill sizes big tiles reuse operands.
-inline int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count) {
-  (void)K;
-  (void)sm_count;
-  (void)N_out;
-  if (M_tokens <= 32) return 0;
-  if (M_tokens <= 64) return 1;
-  if (M_tokens <= 128) return 2;
-  if (M_tokens <= 1024) return 3;
-  return 4;
-}
+inline constexpr int kSparse24NumConfigs = 9;
 
 }  // namespace qsgemm::kernels

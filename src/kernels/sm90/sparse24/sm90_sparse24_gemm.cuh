@@ -24,9 +24,8 @@
 
 namespace qsgemm::kernels {
 
-template <int TM, int TN, int TK, int CM, int CN, bool Cooperative, class ElementOut, class ElementBias>
+template <int TM, int TN, int TK, int CM, int CN, bool Cooperative, bool FastAccum, class ElementOut, class ElementBias>
 struct Sm90Sparse24Gemm {
-  using namespace_cute_dummy = void;
   using TileShape = cute::Shape<cute::Int<TM>, cute::Int<TN>, cute::Int<TK>>;
   using ClusterShape = cute::Shape<cute::Int<CM>, cute::Int<CN>, cute::_1>;
   using ElementA = cutlass::float_e4m3_t;
@@ -34,8 +33,13 @@ struct Sm90Sparse24Gemm {
   using ElementAcc = float;
   // Non-FastAccum schedules: the FP8 mainloop promotes partial sums to float32 every
   // mma_promotion_interval (4) MMAs, i.e. every 256 of K (sparse k64 MMAs); see docs/performance.md.
-  using KernelSchedule = std::conditional_t<Cooperative, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
-                                            cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
+  // FastAccum schedules let the tensor core accumulate over the whole K instead.
+  using KernelSchedule = std::conditional_t<
+      Cooperative,
+      std::conditional_t<FastAccum, cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8FastAccum,
+                         cutlass::gemm::KernelTmaWarpSpecializedCooperative>,
+      std::conditional_t<FastAccum, cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum,
+                         cutlass::gemm::KernelTmaWarpSpecializedPingpong>>;
   using EpilogueSchedule = std::conditional_t<Cooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
                                               cutlass::epilogue::TmaWarpSpecialized>;
   using LayoutD = cutlass::layout::ColumnMajor;
@@ -86,7 +90,7 @@ struct Sm90Sparse24Gemm {
     args.mainloop.dB = cute::make_stride(static_cast<int64_t>(a.ldx), cute::_1{}, int64_t(0));
     args.mainloop.ptr_E = reinterpret_cast<const typename CollectiveMainloop::ElementE*>(a.w_meta);
     args.mainloop.layout_e = SparseConfig::fill_layoutE(problem);
-    args.mainloop.mma_promotion_interval = 4;
+    if constexpr (!FastAccum) args.mainloop.mma_promotion_interval = 4;
 
     auto& fusion = args.epilogue.thread;
     // Fusion = EVT<madd, ColVec w_scale, EVT<mul, RowVec x_scale, Acc>, ColVec bias>
