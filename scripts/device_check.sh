@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# One call on the H200 does everything: device info, the self-check, the CPU and GPU test suites,
-# compute-sanitizer (memcheck) on the GPU suite, and the benchmark; results go to OUT_DIR.
+# One call on the H200 does everything: device info and the self-check, the CPU and GPU test
+# suites, compute-sanitizer (memcheck) on the GPU suite, a tuning sweep and the benchmarks; results
+# go to OUT_DIR (8 files at most come back from a device call: this script writes 8).
 #   usage: scripts/device_check.sh OUT_DIR [BIN_DIR=.carry]
-#   env:   STEPS   comma list of info,tests,sanitizer,bench,tune   (default: all but tune)
-#          BENCH   which benchmark (sparse24 | blockwise | all; default all), BENCH_ARGS extra options
+#   env:   STEPS       comma list of info,tests,sanitizer,tune,bench (default: all)
+#          SHARDS      GPU test shards run in parallel (default 4; the CPU reference dominates)
 #          SAN_FILTER  gtest filter for the sanitizer run (default: every GPU test)
-#          TUNE    "M,N,K;M,N,K;..." shapes for `qsgemm tune sparse24`
+#          BENCH       sparse24 | blockwise | all (default all), BENCH_ARGS extra options
+#          TUNE        "M,N,K;M,N,K;..." shapes for `qsgemm tune sparse24`
 # Binaries are built on the CPU machine (scripts/build.sh) and staged with scripts/stage_device.sh.
-# At most 8 files come back from a device call: this script writes 7.
 set -uo pipefail
 out="${1:?usage: device_check.sh OUT_DIR [BIN_DIR]}"
 bin="${2:-.carry}"
-steps="${STEPS:-info,tests,sanitizer,bench}"
+steps="${STEPS:-info,tests,sanitizer,tune,bench}"
+shards="${SHARDS:-4}"
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$bin:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 if [ -z "${QSGEMM_CUSPARSELT_LIB:-}" ]; then
@@ -23,38 +25,55 @@ summary="$out/summary.txt"
 : > "$summary"
 note() { echo "$*" | tee -a "$summary"; }
 has() { case ",$steps," in *",$1,"*) return 0;; esac; return 1; }
+tmp="$(mktemp -d)"
 
 if has info; then
   { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv; "$bin/qsgemm" info;
-    "$bin/qsgemm" verify; } > "$out/info_verify.txt" 2>&1
-  note "verify: $(tail -1 "$out/info_verify.txt")"
+    "$bin/qsgemm" verify; } >> "$summary" 2>&1
+  note "verify rc=$?"
 fi
+# GPU tests and the sanitizer run as parallel gtest shards (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX).
+start=$(date +%s)
 if has tests; then
-  start=$(date +%s)
-  "$bin/qsgemm_cpu_tests" > "$out/tests.txt" 2>&1
-  note "cpu tests: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$out/tests.txt" | tr '\n' ' ')"
-  "$bin/qsgemm_gpu_tests" --gtest_output="json:$out/gpu_tests.json" >> "$out/tests.txt" 2>&1
-  note "gpu tests: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$out/tests.txt" | tail -3 | tr '\n' ' ') ($(( $(date +%s) - start )) s)"
+  "$bin/qsgemm_cpu_tests" > "$tmp/cpu.txt" 2>&1 &
+  for i in $(seq 0 $((shards - 1))); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$bin/qsgemm_gpu_tests" > "$tmp/gpu.$i.txt" 2>&1 &
+  done
 fi
 if has sanitizer; then
-  start=$(date +%s)
-  compute-sanitizer --tool memcheck --error-exitcode 97 "$bin/qsgemm_gpu_tests" --gtest_filter="${SAN_FILTER:-*}" \
-    > "$out/sanitizer.txt" 2>&1
-  note "compute-sanitizer memcheck: rc=$? $(grep -E 'ERROR SUMMARY' "$out/sanitizer.txt" | tail -1) ($(( $(date +%s) - start )) s)"
+  for i in $(seq 0 $((shards - 1))); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i compute-sanitizer --tool memcheck --error-exitcode 97 \
+      "$bin/qsgemm_gpu_tests" --gtest_filter="${SAN_FILTER:-*}" > "$tmp/san.$i.txt" 2>&1 &
+  done
 fi
+wait
+if has tests; then
+  cat "$tmp/cpu.txt" "$tmp"/gpu.*.txt > "$out/tests.txt"
+  note "cpu tests: $(grep -E '^\[  (PASSED|FAILED) ' "$tmp/cpu.txt" | tr '\n' ' ')"
+  note "gpu tests: passed $(grep -hE '^\[       OK \]' "$tmp"/gpu.*.txt | wc -l), failed $(grep -hE '^\[  FAILED  \] [A-Za-z0-9_]+\.[A-Za-z0-9_]+ \(' "$tmp"/gpu.*.txt | wc -l), skipped $(grep -hE '^\[  SKIPPED \] [A-Za-z0-9_]+\.[A-Za-z0-9_]+ \(' "$tmp"/gpu.*.txt | wc -l)"
+  grep -hE '^\[  FAILED  \] [A-Za-z0-9_]+\.[A-Za-z0-9_]+ \(' "$tmp"/gpu.*.txt | tee -a "$summary"
+fi
+if has sanitizer; then
+  cat "$tmp"/san.*.txt > "$out/sanitizer.txt"
+  note "compute-sanitizer memcheck: $(grep -hE 'ERROR SUMMARY' "$tmp"/san.*.txt | tr '\n' ' ')"
+fi
+note "tests + sanitizer: $(( $(date +%s) - start )) s"
 if has tune; then
   IFS=';' read -ra shapes <<< "${TUNE:-16,8192,28672;4096,8192,8192}"
   for s in "${shapes[@]}"; do
     IFS=',' read -r m n k <<< "$s"
-    "$bin/qsgemm" tune sparse24 --m "$m" --n "$n" --k "$k" >> "$out/tune.txt" 2>&1
+    timeout 60 "$bin/qsgemm" tune sparse24 --m "$m" --n "$n" --k "$k" >> "$out/tune.txt" 2>&1
   done
-  note "tune: $(grep -c winner "$out/tune.txt") shapes"; grep -E "winner|tune " "$out/tune.txt" | tee -a "$summary"
+  grep -E "winner" "$out/tune.txt" | tee -a "$summary"
 fi
 if has bench; then
-  start=$(date +%s)
-  # shellcheck disable=SC2086
-  "$bin/qsgemm" bench "${BENCH:-all}" --out "$out" ${BENCH_ARGS:-} > "$out/bench.txt" 2>&1
-  note "bench: rc=$? ($(( $(date +%s) - start )) s)"
-  grep -E "geomean|geo-mean|below|copy bandwidth|DeepGEMM|summary" "$out/bench.txt" | head -40 | tee -a "$summary"
+  for b in sparse24 blockwise; do
+    case "${BENCH:-all}" in all|"$b") ;; *) continue;; esac
+    start=$(date +%s)
+    # shellcheck disable=SC2086
+    timeout "${BENCH_TIMEOUT:-300}" "$bin/qsgemm" bench "$b" --out "$out" ${BENCH_ARGS:-} > "$out/bench_$b.txt" 2>&1
+    note "bench $b: rc=$? ($(( $(date +%s) - start )) s)"
+    sed -n '/== summary/,$p' "$out/bench_$b.txt" | tee -a "$summary"
+  done
 fi
-cat "$summary"
+rm -rf "$tmp"

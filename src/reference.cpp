@@ -17,8 +17,9 @@ float amax_of(const float* x, int64_t r0, int64_t r1, int64_t c0, int64_t c1, in
 }
 void quantize_box(const float* x, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t ldx, uint8_t* q,
                   int64_t ldq, float s) {
+  const float inv = fp8_inv_scale(s);
   for (int64_t r = r0; r < r1; ++r)
-    for (int64_t c = c0; c < c1; ++c) q[r * ldq + c] = fp8_quantize(x[r * ldx + c], s);
+    for (int64_t c = c0; c < c1; ++c) q[r * ldq + c] = fp8_quantize_inv(x[r * ldx + c], inv);
 }
 double dq(uint8_t v) { return static_cast<double>(fp8_e4m3_decode(v)); }
 }  // namespace

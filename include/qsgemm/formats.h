@@ -28,8 +28,12 @@ float fp16_decode(uint16_t v);
 // (an all-zero group quantizes to zeros). With pow2, the scale is rounded up to a power of two
 // (2^ceil(log2(amax/448))), as DeepSeek-V3 and vLLM's "ue8m0" scales do; values then still fit.
 float fp8_scale_from_amax(float amax, bool pow2 = false);
-// The quantized code of x under scale s: fp8_e4m3_encode(x / s) (IEEE float division).
-inline uint8_t fp8_quantize(float x, float s) { return fp8_e4m3_encode(x / s); }
+// The quantizers multiply by the reciprocal of the scale, computed once per group in IEEE float
+// (correctly rounded, so the GPU's __frcp_rn gives the same bits), as vLLM and DeepGEMM do:
+//   q = fp8_e4m3_encode(x * (1 / s))            (docs/formats.md §2)
+inline float fp8_inv_scale(float s) { return 1.0f / s; }
+inline uint8_t fp8_quantize_inv(float x, float inv_s) { return fp8_e4m3_encode(x * inv_s); }
+inline uint8_t fp8_quantize(float x, float s) { return fp8_quantize_inv(x, fp8_inv_scale(s)); }
 
 // Groups of 128 along K (1x128 activations, 128x128 weight blocks, per-channel groups).
 inline constexpr int kScaleGroupK = 128;

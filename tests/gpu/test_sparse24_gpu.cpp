@@ -113,6 +113,30 @@ TEST(Sparse24Gpu, CompressIsBitIdenticalToCpuAndDecompressInvertsIt) {
       }
 }
 
+// Every group pattern over {0, -0.0, 1, -1, 2} (ties, zeros and signed zeros in every position):
+// the GPU's selection equals the CPU's.
+TEST(Sparse24Gpu, CompressSelectionOnEveryTiePattern) {
+  QSGEMM_REQUIRE_SM90();
+  const float vals[5] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f};
+  const int64_t N = 8, K = 320;  // 640 groups >= 5^4
+  std::vector<float> dense(N * K, 0.5f);
+  for (int p = 0; p < 625; ++p)
+    for (int i = 0, q = p; i < 4; ++i, q /= 5) dense[p * 4 + i] = vals[q % 5];
+  DeviceBuffer<float> src(N * K);
+  src.upload(dense);
+  const Sparse24WeightBytes b = sparse24_weight_bytes(N, K);
+  DeviceBuffer<uint8_t> values(b.values), meta(b.meta), ws(sparse24_compress_workspace_bytes(N, K));
+  DeviceBuffer<float> scales(N);
+  SparseFp8Weight v{N, K, values.get(), meta.get(), scales.get(), false};
+  ASSERT_NO_THROW(sparse24_compress(MatrixView(src.get(), DType::kF32, N, K), v, {}, ws.get(), nullptr));
+  ref::Sparse24Host host;
+  ASSERT_TRUE(ref::sparse24_compress(dense.data(), N, K, K, ref::PruneMode::kMagnitude, ref::WeightScale::kPerChannel,
+                                     nullptr, false, &host));
+  EXPECT_EQ(meta.download(), host.meta);
+  EXPECT_EQ(values.download(), host.values);
+  EXPECT_EQ(scales.download(), host.scales);
+}
+
 TEST(Sparse24Gpu, CompressRejectsNonSparseAndNonFiniteWithLocation) {
   QSGEMM_REQUIRE_SM90();
   const int64_t N = 64, K = 128;

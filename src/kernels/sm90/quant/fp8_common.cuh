@@ -20,9 +20,18 @@ __device__ __forceinline__ float fp8_scale_from_amax(float amax, bool pow2) {
   return __uint_as_float(((b >> 23) + 1) << 23);
 }
 
-// e4m3 code of x / s with the hardware's satfinite RNE conversion (== fp8_e4m3_encode).
-__device__ __forceinline__ uint8_t fp8_quantize(float x, float s) {
-  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(__fdiv_rn(x, s), __NV_SATFINITE, __NV_E4M3));
+// 1 / s, correctly rounded (== fp8_inv_scale on the host): computed once per group.
+__device__ __forceinline__ float fp8_inv_scale(float s) { return __frcp_rn(s); }
+
+// e4m3 code of x * inv_s with the hardware's satfinite RNE conversion (== fp8_quantize_inv).
+// __fmul_rn: never contracted into an FMA, so the product is the host's.
+__device__ __forceinline__ uint8_t fp8_quantize_inv(float x, float inv_s) {
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(__fmul_rn(x, inv_s), __NV_SATFINITE, __NV_E4M3));
+}
+// Two codes at once (one cvt.rn.satfinite.e4m3x2 instruction): lo in bits 0-7, hi in bits 8-15.
+__device__ __forceinline__ uint32_t fp8x2_quantize_inv(float lo, float hi, float inv_s) {
+  const float2 v = make_float2(__fmul_rn(lo, inv_s), __fmul_rn(hi, inv_s));
+  return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(v, __NV_SATFINITE, __NV_E4M3));
 }
 
 template <class T> __device__ __forceinline__ float to_float(T v);
@@ -84,13 +93,10 @@ __device__ __forceinline__ float block_max(float v) {
   }
 }
 
-// Quantizes 8 floats with scale s and stores them as 8 bytes (one 8-byte store).
-__device__ __forceinline__ void store8_fp8(uint8_t* q, const float (&v)[8], float s) {
-  uint32_t lo = 0, hi = 0;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) lo |= static_cast<uint32_t>(fp8_quantize(v[i], s)) << (8 * i);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) hi |= static_cast<uint32_t>(fp8_quantize(v[4 + i], s)) << (8 * i);
+// Quantizes 8 floats (multiplying by inv_s = 1/scale) and stores them as 8 bytes (one 8-byte store).
+__device__ __forceinline__ void store8_fp8(uint8_t* q, const float (&v)[8], float inv_s) {
+  const uint32_t lo = fp8x2_quantize_inv(v[0], v[1], inv_s) | (fp8x2_quantize_inv(v[2], v[3], inv_s) << 16);
+  const uint32_t hi = fp8x2_quantize_inv(v[4], v[5], inv_s) | (fp8x2_quantize_inv(v[6], v[7], inv_s) << 16);
   *reinterpret_cast<uint2*>(q) = make_uint2(lo, hi);
 }
 

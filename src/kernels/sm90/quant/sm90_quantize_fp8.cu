@@ -37,8 +37,8 @@ __global__ void __launch_bounds__(kThreads) quantize_small_groups(const T* __res
     for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
 #pragma unroll
     for (int off = 8; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
-    const float s = fp8_scale_from_amax(amax, pow2);
-    if (active) store8_fp8(q + r * ldq + c, v, s);
+    const float s = fp8_scale_from_amax(amax, pow2), inv = fp8_inv_scale(s);
+    if (active) store8_fp8(q + r * ldq + c, v, inv);
     if (group_ok && lane16 == 0) scales[r * s_row + g * s_grp] = s;
   }
 }
@@ -65,12 +65,12 @@ __global__ void __launch_bounds__(kThreads) quantize_rows(const T* __restrict__ 
   amax = 0.0f;
 #pragma unroll
   for (int w = 0; w < kThreads / 32; ++w) amax = fmaxf(amax, warp_amax[w]);
-  const float s = fp8_scale_from_amax(amax, pow2);
+  const float s = fp8_scale_from_amax(amax, pow2), inv = fp8_inv_scale(s);
   if (threadIdx.x == 0) scales[r * s_row] = s;
   for (int64_t c = threadIdx.x * 8; c < cols; c += kThreads * 8) {
     float v[8];
     load8(xr + c, v);
-    store8_fp8(q + r * ldq + c, v, s);
+    store8_fp8(q + r * ldq + c, v, inv);
   }
 }
 
@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(kRowThreads) quantize_rows_resident(const T* _
 #pragma unroll
     for (int j = 0; j < 8; ++j) amax = fmaxf(amax, fabsf(v[j]));
   }
-  const float s = fp8_scale_from_amax(block_max<kRowThreads>(amax), pow2);
+  const float s = fp8_scale_from_amax(block_max<kRowThreads>(amax), pow2), inv = fp8_inv_scale(s);
   if (threadIdx.x == 0) scales[r * s_row] = s;
 #pragma unroll
   for (int i = 0; i < kChunks; ++i) {
@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kRowThreads) quantize_rows_resident(const T* _
     if (col < cols) {
       float v[8];
       c[i].to_floats(v);
-      store8_fp8(q + r * ldq + col, v, s);
+      store8_fp8(q + r * ldq + col, v, inv);
     }
   }
 }
@@ -115,14 +115,14 @@ template <class T>
 __global__ void __launch_bounds__(kThreads) quantize_static(const T* __restrict__ x, int64_t ldx, uint8_t* __restrict__ q,
                                                             int64_t ldq, int64_t rows, int64_t cols,
                                                             const float* __restrict__ scale) {
-  const float s = *scale;
+  const float inv = fp8_inv_scale(*scale);
   const int64_t chunks = cols / 8, total = rows * chunks;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * kThreads) {
     const int64_t r = i / chunks, c = (i % chunks) * 8;
     float v[8];
     load8(x + r * ldx + c, v);
-    store8_fp8(q + r * ldq + c, v, s);
+    store8_fp8(q + r * ldq + c, v, inv);
   }
 }
 
@@ -154,12 +154,12 @@ __global__ void __launch_bounds__(kThreads) quantize_blocks(const T* __restrict_
   amax = 0.0f;
 #pragma unroll
   for (int w = 0; w < kThreads / 32; ++w) amax = fmaxf(amax, warp_amax[w]);
-  const float s = fp8_scale_from_amax(amax, false);
+  const float s = fp8_scale_from_amax(amax, false), inv = fp8_inv_scale(s);
   if (threadIdx.x == 0) scales[blockIdx.y * kb + blockIdx.x] = s;
 #pragma unroll
   for (int p = 0; p < 8; ++p) {
     const int64_t r = r0 + p * 16 + rr;
-    if (r < rows && c < cols) store8_fp8(q + r * ldq + c, v[p], s);
+    if (r < rows && c < cols) store8_fp8(q + r * ldq + c, v[p], inv);
   }
 }
 

@@ -19,20 +19,16 @@ namespace {
 constexpr int kThreads = 256;
 
 // sparse24_select (formats.cpp) on the device: the two largest magnitudes, ties to the lower index.
+// "j beats i" is a strict total order (|x| first, then the lower index), so each entry's count of
+// entries that beat it is its rank 0..3: six comparisons decide all four ranks, and the kept pair
+// is the two entries of rank 0 and 1, reported in ascending index order.
 __device__ __forceinline__ uint32_t select24(const float* g) {
-  uint32_t kept[2];
-  int n = 0;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    int beaten_by = 0;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float ai = fabsf(g[i]), aj = fabsf(g[j]);
-      beaten_by += (aj > ai || (aj == ai && j < i)) ? 1 : 0;
-    }
-    if (beaten_by < 2 && n < 2) kept[n++] = i;
-  }
-  return kept[0] | (kept[1] << 2);
+  const float a0 = fabsf(g[0]), a1 = fabsf(g[1]), a2 = fabsf(g[2]), a3 = fabsf(g[3]);
+  const int c01 = a1 > a0, c02 = a2 > a0, c03 = a3 > a0, c12 = a2 > a1, c13 = a3 > a1, c23 = a3 > a2;
+  const int r0 = c01 + c02 + c03, r1 = (1 - c01) + c12 + c13, r2 = (2 - c02 - c12) + c23, r3 = 3 - c03 - c13 - c23;
+  const uint32_t kept = (r0 < 2) | ((r1 < 2) << 1) | ((r2 < 2) << 2) | ((r3 < 2) << 3);
+  const uint32_t i0 = __ffs(kept) - 1, i1 = 31 - __clz(kept);
+  return i0 | (i1 << 2);
 }
 
 __device__ __forceinline__ int64_t meta_offset(int64_t rows_padded, int64_t n, int64_t k) {
@@ -120,6 +116,7 @@ __global__ void __launch_bounds__(kThreads) sparse24_compress(const T* __restric
   } else {
     s = scales[given_scalar ? 0 : n];
   }
+  const float inv = fp8_inv_scale(s);
   const int64_t rows_padded = (N + kSparse24MetaRowAlign - 1) / kSparse24MetaRowAlign * kSparse24MetaRowAlign;
   for (int64_t k = threadIdx.x * 8; k < K; k += kThreads * 8) {
     float v[8];
@@ -131,8 +128,7 @@ __global__ void __launch_bounds__(kThreads) sparse24_compress(const T* __restric
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const uint32_t sel = (byte >> (4 * h)) & 0xF;
-      packed |= static_cast<uint32_t>(fp8_quantize(v[4 * h + (sel & 3)], s)) << (16 * h);
-      packed |= static_cast<uint32_t>(fp8_quantize(v[4 * h + (sel >> 2)], s)) << (16 * h + 8);
+      packed |= fp8x2_quantize_inv(v[4 * h + (sel & 3)], v[4 * h + (sel >> 2)], inv) << (16 * h);
     }
     *reinterpret_cast<uint32_t*>(values + n * (K / 2) + k / 2) = packed;
     meta[meta_offset(rows_padded, n, k)] = static_cast<uint8_t>(byte);
@@ -177,6 +173,7 @@ __global__ void __launch_bounds__(kRowThreads) sparse24_compress_resident(
   } else {
     s = scales[given_scalar ? 0 : n];
   }
+  const float inv = fp8_inv_scale(s);
   const int64_t rows_padded = (N + kSparse24MetaRowAlign - 1) / kSparse24MetaRowAlign * kSparse24MetaRowAlign;
 #pragma unroll
   for (int i = 0; i < kChunks; ++i) {
@@ -188,8 +185,7 @@ __global__ void __launch_bounds__(kRowThreads) sparse24_compress_resident(
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const uint32_t sel = (bytes[i] >> (4 * h)) & 0xF;
-        packed |= static_cast<uint32_t>(fp8_quantize(v[4 * h + (sel & 3)], s)) << (16 * h);
-        packed |= static_cast<uint32_t>(fp8_quantize(v[4 * h + (sel >> 2)], s)) << (16 * h + 8);
+        packed |= fp8x2_quantize_inv(v[4 * h + (sel & 3)], v[4 * h + (sel >> 2)], inv) << (16 * h);
       }
       *reinterpret_cast<uint32_t*>(values + n * (K / 2) + k / 2) = packed;
       meta[meta_offset(rows_padded, n, k)] = static_cast<uint8_t>(bytes[i]);
