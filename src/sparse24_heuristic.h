@@ -7,18 +7,26 @@
 
 namespace qsgemm::kernels {
 
-// Tokens (the kernel's N) decide the tile: at decode sizes the kernel streams the weight once and
-// the narrowest token tile wastes the least work; at prefill sizes big tiles reuse operands.
-// Measured on the H200 with `qsgemm tune` (docs/performance.md).
+// Tokens (the kernel's N) decide the tile. At decode sizes the kernel streams the weight once and
+// the narrowest token tile wastes the least work; past ~128 tokens the 128-row cooperative tile with
+// a 1x2 cluster wins, and with fast accumulation the 128x256x128 tile (its accumulators fit only
+// without promotion) wins from 512 to 8192 tokens. Thresholds from `qsgemm tune sparse24` on the H200
+// (N = 8192, K = 8192 and 28672; docs/performance.md has the sweep).
 inline int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count, bool fast_accum) {
   (void)K;
   (void)sm_count;
   (void)N_out;
-  const int base = fast_accum ? 4 : 0;
-  if (M_tokens <= 32) return base + 0;
-  if (M_tokens <= 64) return base + 1;
-  if (M_tokens <= 256) return base + 2;
-  return base + 3;
+  if (!fast_accum) {
+    if (M_tokens <= 32) return 0;   // 64x32x256 ping-pong
+    if (M_tokens <= 64) return 1;   // 64x64x256 ping-pong
+    if (M_tokens <= 128) return 2;  // 64x128x256 ping-pong
+    return 3;                       // 128x128x256 cooperative, cluster 1x2
+  }
+  if (M_tokens <= 32) return 4;
+  if (M_tokens <= 64) return 5;
+  if (M_tokens <= 128) return 6;
+  if (M_tokens <= 256 || M_tokens > 8192) return 7;
+  return 8;                         // 128x256x128 cooperative, cluster 1x2
 }
 
 }  // namespace qsgemm::kernels

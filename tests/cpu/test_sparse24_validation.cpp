@@ -160,6 +160,10 @@ TEST(Sparse24Config, TableAndHeuristic) {
     EXPECT_TRUE(sparse24_config(sparse24_choose_config(m, 4096, 4096, 132, true)).fast_accum) << m;
   }
   EXPECT_NE(sparse24_config(4).name().find("_fastaccum"), std::string::npos);
+  // The measured crossovers (docs/performance.md): ping-pong up to 128 tokens, then cooperative.
+  EXPECT_FALSE(sparse24_config(sparse24_choose_config(128, 8192, 8192, 132)).cooperative);
+  EXPECT_TRUE(sparse24_config(sparse24_choose_config(129, 8192, 8192, 132)).cooperative);
+  EXPECT_EQ(sparse24_config(sparse24_choose_config(4096, 8192, 8192, 132, true)).tile_n, 256);
 }
 
 TEST(QuantValidation, Rules) {

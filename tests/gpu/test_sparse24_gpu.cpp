@@ -21,9 +21,10 @@ using namespace qsgemm::test;
 
 // Tolerances (relative Frobenius error vs float64), defined once: issue #3's bounds.
 constexpr double kTolBf16 = 2e-3, kTolF16 = 2e-3, kTolF32 = 5e-4;
-// FP8 fast accumulation (opt-in) keeps no float32 promotion in the K loop; its bound is looser and
-// the measured values are in docs/performance.md.
-constexpr double kTolFastAccum = 4e-3;
+// FP8 fast accumulation (opt-in) keeps no float32 promotion in the K loop: measured 2.6e-3 to 3.1e-3
+// at K = 28672 on the H200 (docs/performance.md), with single elements off by up to ~2% of the
+// output's RMS, so its element-wise bound is looser too.
+constexpr double kTolFastAccum = 5e-3;
 
 // A compressed weight on the device together with its CPU twin.
 struct Weight {
@@ -254,7 +255,8 @@ void check_linear(const Weight& w, const LinearSpec& s, std::mt19937& rng) {
                                 (testing::Message() << err).GetString());
   if (s.fast_accum || K >= 8192) std::printf("    rel_err %.3e (M=%lld K=%lld %s%s)\n", err, static_cast<long long>(M),
                                              static_cast<long long>(K), dtype_name(s.out), s.fast_accum ? " fast_accum" : "");
-  // Every element: finite, and close relative to its own size and the output's RMS.
+  // Every element: finite, and close relative to its own size and the output's RMS (fast
+  // accumulation: relative to the RMS only, see kTolFastAccum).
   double rms = 0;
   for (double v : expect) rms += v * v;
   rms = std::sqrt(rms / static_cast<double>(expect.size()));
@@ -262,7 +264,8 @@ void check_linear(const Weight& w, const LinearSpec& s, std::mt19937& rng) {
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
       const double e = expect[m * N + n], o = out[m * ldy + n];
-      if (!(std::fabs(o - e) <= 2e-2 * (std::fabs(e) + 0.1 * rms))) {
+      const double bound = s.fast_accum ? 0.1 * rms : 2e-2 * (std::fabs(e) + 0.1 * rms);
+      if (!(std::fabs(o - e) <= bound)) {
         if (bad++ < 3) ADD_FAILURE() << "element (" << m << ", " << n << "): got " << o << ", expected " << e;
       }
     }
