@@ -12,25 +12,16 @@
 #include "qsgemm/blockwise.h"
 #include "qsgemm/device.h"
 #include "qsgemm/error.h"
+#include "validation_test_util.h"
 
 namespace {
 
 using namespace qsgemm;
 using G = ScaleGranularity;
 
-void* addr(uintptr_t a) { return reinterpret_cast<void*>(a); }
-const float* faddr(uintptr_t a) { return reinterpret_cast<const float*>(a); }
-
-void expect_error(const std::function<void()>& f, Status code, const std::string& needle, const std::string& operand = "") {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown; expected " << status_name(code) << " mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
-    if (!operand.empty()) EXPECT_EQ(e.operand(), operand) << e.what();
-  }
-}
+using test::addr;
+using test::expect_error;
+using test::faddr;
 
 // A valid DeepSeek-style problem (x 1x128 groups, w 128x128 blocks), M=16, N=256, K=512.
 struct Case {

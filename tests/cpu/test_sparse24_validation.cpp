@@ -9,23 +9,14 @@
 #include "qsgemm/error.h"
 #include "qsgemm/quant.h"
 #include "qsgemm/sparse24.h"
+#include "validation_test_util.h"
 
 namespace {
 
 using namespace qsgemm;
 
-// Fake, well-aligned addresses: validation never dereferences them.
-void* addr(uintptr_t a) { return reinterpret_cast<void*>(a); }
-
-void expect_error(const std::function<void()>& f, Status code, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown; expected " << status_name(code) << " mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
-  }
-}
+using test::addr;
+using test::expect_error;
 
 struct LinearCase {
   int64_t M = 16, N = 256, K = 512;
@@ -97,6 +88,23 @@ TEST(Sparse24Validation, NullPointersScalesBiasAndConfig) {
   c = LinearCase{};
   c.opt.config = 99;
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "config 99");
+}
+
+TEST(Sparse24Validation, AlignmentOfBiasCompressorInputAndSingleRows) {
+  LinearCase c;
+  c.bias = VectorView(addr(0x70004), DType::kF32, 256);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "bias");
+  // One token still needs 16-byte rows: the TMA descriptor encodes the stride.
+  c = LinearCase{};
+  c.x.rows = c.y.rows = 1;
+  c.x.ld = 520;
+  expect_error([&] { c.run(); }, Status::kMisaligned, "ld=520");
+  SparseFp8Weight out{256, 512, static_cast<uint8_t*>(addr(0x30000)), static_cast<uint8_t*>(addr(0x40000)),
+                      static_cast<float*>(addr(0x50000)), false};
+  expect_error([&] { sparse24_compress(MatrixView(addr(0x80008), DType::kBF16, 256, 512), out, {}, addr(0x90000), nullptr); },
+               Status::kMisaligned, "16-byte aligned");
+  expect_error([&] { sparse24_compress(MatrixView(addr(0x80000), DType::kBF16, 256, 512, 516), out, {}, addr(0x90000), nullptr); },
+               Status::kMisaligned, "ld=516");
 }
 
 TEST(Sparse24Validation, EmptyBatchIsANoOp) {

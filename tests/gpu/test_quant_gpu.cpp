@@ -39,7 +39,7 @@ TEST(QuantGpu, PerTokenAndGroupsBitIdentical) {
   std::mt19937 rng(42);
   for (DType t : {DType::kBF16, DType::kF16})
     for (int64_t M : {1, 3, 17, 129})
-      for (int64_t K : {8, 120, 128, 136, 400, 4096})
+      for (int64_t K : {8, 120, 128, 136, 400, 4096, 33280})  // 33280: past the register-resident rows
         for (bool pow2 : {false, true}) {
           SCOPED_TRACE(testing::Message() << dtype_name(t) << " M=" << M << " K=" << K << " pow2=" << pow2);
           const int64_t ldx = K + 8, ldq = K + 16, lds = M + 3, G = (K + 127) / 128;

@@ -63,7 +63,8 @@ TEST(Sparse24Gpu, CompressIsBitIdenticalToCpuAndDecompressInvertsIt) {
   QSGEMM_REQUIRE_SM90();
   std::mt19937 rng(1);
   for (DType t : {DType::kBF16, DType::kF16, DType::kF32})
-    for (auto [N, K] : {std::pair<int64_t, int64_t>{8, 32}, {72, 160}, {128, 256}, {200, 4128}, {1024, 1024}})
+    // {8, 33024}: rows too long for the register-resident kernel (the two-pass fallback).
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{8, 32}, {72, 160}, {128, 256}, {200, 4128}, {1024, 1024}, {8, 33024}})
       for (int mode = 0; mode < 3; ++mode) {
         const bool per_tensor = mode == 1;
         SCOPED_TRACE(testing::Message() << dtype_name(t) << " N=" << N << " K=" << K << " scale mode " << mode);
