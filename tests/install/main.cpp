@@ -1,7 +1,7 @@
 // Uses the installed headers and library: the fp8 codec and one validation error.
 #include <qsgemm/error.h>
 #include <qsgemm/formats.h>
-#include <qsgemm/sparse24.h>
+#include <qsgemm/qsgemm.h>
 
 #include <cstdio>
 

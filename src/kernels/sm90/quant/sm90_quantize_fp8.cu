@@ -57,14 +57,7 @@ __global__ void __launch_bounds__(kThreads) quantize_rows(const T* __restrict__ 
 #pragma unroll
     for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
   }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
-  __shared__ float warp_amax[kThreads / 32];
-  if ((threadIdx.x & 31) == 0) warp_amax[threadIdx.x / 32] = amax;
-  __syncthreads();
-  amax = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kThreads / 32; ++w) amax = fmaxf(amax, warp_amax[w]);
+  amax = block_max<kThreads>(amax);
   const float s = fp8_scale_from_amax(amax, pow2), inv = fp8_inv_scale(s);
   if (threadIdx.x == 0) scales[r * s_row] = s;
   for (int64_t c = threadIdx.x * 8; c < cols; c += kThreads * 8) {
@@ -146,14 +139,7 @@ __global__ void __launch_bounds__(kThreads) quantize_blocks(const T* __restrict_
 #pragma unroll
     for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[p][i]));
   }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
-  __shared__ float warp_amax[kThreads / 32];
-  if ((threadIdx.x & 31) == 0) warp_amax[threadIdx.x / 32] = amax;
-  __syncthreads();
-  amax = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kThreads / 32; ++w) amax = fmaxf(amax, warp_amax[w]);
+  amax = block_max<kThreads>(amax);
   const float s = fp8_scale_from_amax(amax, false), inv = fp8_inv_scale(s);
   if (threadIdx.x == 0) scales[blockIdx.y * kb + blockIdx.x] = s;
 #pragma unroll

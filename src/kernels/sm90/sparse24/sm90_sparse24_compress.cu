@@ -60,17 +60,23 @@ __device__ __forceinline__ float select_chunk(const float (&v)[8], int64_t n, in
   return amax;
 }
 
-__device__ __forceinline__ float block_max_loop(float v) {
-  __shared__ float warp_max[kThreads / 32];
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, off));
-  __syncthreads();  // warp_max may still be read by a previous call
-  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x / 32] = v;
-  __syncthreads();
-  v = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kThreads / 32; ++w) v = fmaxf(v, warp_max[w]);
-  return v;
+// The scale of row n. scale_mode 0: per-channel, from the block's partial amaxes of the row's kept
+// values (a block-wide reduction: every thread of the block must call this); 1: per-tensor, from
+// the amax that sparse24_amax left in the status; 2: given by the caller in scales[].
+template <int kBlock>
+__device__ __forceinline__ float row_scale(int scale_mode, bool given_scalar, float partial_amax, int64_t n,
+                                           float* scales, const Sparse24CompressStatus* status) {
+  if (scale_mode == 0) {
+    const float s = fp8_scale_from_amax(block_max<kBlock>(partial_amax), false);
+    if (threadIdx.x == 0) scales[n] = s;
+    return s;
+  }
+  if (scale_mode == 1) {
+    const float s = fp8_scale_from_amax(__uint_as_float(status->amax_bits), false);
+    if (n == 0 && threadIdx.x == 0) scales[0] = s;
+    return s;
+  }
+  return scales[given_scalar ? 0 : n];
 }
 
 // Per-tensor mode, pass 1: the amax of the kept values of the whole weight.
@@ -85,7 +91,7 @@ __global__ void __launch_bounds__(kThreads) sparse24_amax(const T* __restrict__ 
     uint32_t byte;
     amax = fmaxf(amax, select_chunk(v, n, k, K, false, status, &byte));
   }
-  amax = block_max_loop(amax);
+  amax = block_max<kThreads>(amax);
   if (threadIdx.x == 0) atomicMax(&status->amax_bits, __float_as_uint(amax));  // amax >= 0: int order == float order
 }
 
@@ -99,23 +105,16 @@ __global__ void __launch_bounds__(kThreads) sparse24_compress(const T* __restric
                                                               Sparse24CompressStatus* status) {
   const int64_t n = blockIdx.x;
   const T* row = w + n * ldw;
-  float s;
-  if (scale_mode == 0) {
-    float amax = 0.0f;
+  float amax = 0.0f;
+  if (scale_mode == 0) {  // pass 1: the row's amax (also validates)
     for (int64_t k = threadIdx.x * 8; k < K; k += kThreads * 8) {
       float v[8];
       load8(row + k, v);
       uint32_t byte;
       amax = fmaxf(amax, select_chunk(v, n, k, K, require_24, status, &byte));
     }
-    s = fp8_scale_from_amax(block_max_loop(amax), false);
-    if (threadIdx.x == 0) scales[n] = s;
-  } else if (scale_mode == 1) {
-    s = fp8_scale_from_amax(__uint_as_float(status->amax_bits), false);
-    if (n == 0 && threadIdx.x == 0) scales[0] = s;
-  } else {
-    s = scales[given_scalar ? 0 : n];
   }
+  const float s = row_scale<kThreads>(scale_mode, given_scalar, amax, n, scales, status);
   const float inv = fp8_inv_scale(s);
   const int64_t rows_padded = (N + kSparse24MetaRowAlign - 1) / kSparse24MetaRowAlign * kSparse24MetaRowAlign;
   for (int64_t k = threadIdx.x * 8; k < K; k += kThreads * 8) {
@@ -163,16 +162,7 @@ __global__ void __launch_bounds__(kRowThreads) sparse24_compress_resident(
       amax = fmaxf(amax, select_chunk(v, n, k, K, require_24, status, &bytes[i]));
     }
   }
-  float s;
-  if (scale_mode == 0) {
-    s = fp8_scale_from_amax(block_max<kRowThreads>(amax), false);
-    if (threadIdx.x == 0) scales[n] = s;
-  } else if (scale_mode == 1) {
-    s = fp8_scale_from_amax(__uint_as_float(status->amax_bits), false);
-    if (n == 0 && threadIdx.x == 0) scales[0] = s;
-  } else {
-    s = scales[given_scalar ? 0 : n];
-  }
+  const float s = row_scale<kRowThreads>(scale_mode, given_scalar, amax, n, scales, status);
   const float inv = fp8_inv_scale(s);
   const int64_t rows_padded = (N + kSparse24MetaRowAlign - 1) / kSparse24MetaRowAlign * kSparse24MetaRowAlign;
 #pragma unroll
