@@ -211,7 +211,9 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
       row.layer = layer.name;
       row.M = M, row.N = N, row.K = K;
       row.bytes_moved = N * K + M * K + 2 * M * N + scales.x_bytes(c.gx, M) + scales.w_bytes(c.gw);
-      row.config = "heuristic";  // blockwise.h exposes no config names yet
+      guarded(row, "blockwise_choose_config", [&] {
+        row.config = blockwise_config_name(blockwise_choose_config(M, N, K, c.gx, c.gw, env.report.sms));
+      });
 
       if (!env.kernels_ok) {
         row.add_note("qsgemm: its kernels need an sm_90 GPU");

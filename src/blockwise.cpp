@@ -179,12 +179,23 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   a.ldy = y.ld;
   a.device = dev.device;
   a.sm_count = dev.sm_count;
-  int config = options.config;
-  if (config < 0) {
-    config = kernels::blockwise_choose_config(M, N, K, dev.sm_count);
-    if (!kernels::blockwise_config_supports(config, gx, gw)) config = 0;  // 0 serves every pair
-  }
+  const int config = options.config >= 0 ? options.config : blockwise_choose_config(M, N, K, gx, gw, dev.sm_count);
   kernels::run_blockwise_gemm(a, config, stream);
+}
+
+int blockwise_num_configs() { return kernels::kBlockwiseNumConfigs; }
+
+std::string blockwise_config_name(int index) {
+  if (index < 0 || index >= kernels::kBlockwiseNumConfigs)
+    detail::fail("blockwise_config_name", Status::kInvalidArgument, "index",
+                 detail::cat("config index ", index, " is outside [0, ", kernels::kBlockwiseNumConfigs, ")"));
+  return kernels::kBlockwiseConfigs[index].name();
+}
+
+int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
+                            int sm_count) {
+  const int config = kernels::blockwise_choose_config(M, N, K, sm_count);
+  return kernels::blockwise_config_supports(config, gx, gw) ? config : 0;  // 0 serves every pair
 }
 
 }  // namespace qsgemm

@@ -11,22 +11,111 @@
 #include "cli_common.h"
 #include "qsgemm/device.h"
 #include "qsgemm/error.h"
+#include "qsgemm/blockwise.h"
+#include "qsgemm/formats.h"
 #include "qsgemm/sparse24.h"
 
 namespace qsgemm::cli {
+namespace {
+
+bool parse_granularity(const std::string& s, ScaleGranularity* g) {
+  for (ScaleGranularity c : {ScaleGranularity::kGroup1x128, ScaleGranularity::kBlock128x128, ScaleGranularity::kPerRow})
+    if (s == granularity_name(c)) {
+      *g = c;
+      return true;
+    }
+  return false;
+}
+
+// Number of floats of one operand's scales: rows x K under granularity g (activations M-major).
+int64_t scale_count(ScaleGranularity g, int64_t rows, int64_t K) {
+  const int64_t kb = ceil_div(K, kScaleGroupK);
+  switch (g) {
+    case ScaleGranularity::kGroup1x128: return rows * kb;
+    case ScaleGranularity::kBlock128x128: return ceil_div(rows, kScaleGroupK) * kb;
+    case ScaleGranularity::kPerRow: return rows;
+    default: return 1;
+  }
+}
+
+// `qsgemm tune blockwise`: every configuration that serves the granularity pair.
+int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_count) {
+  using namespace qsgemm::bench;
+  ScaleGranularity gx = ScaleGranularity::kGroup1x128, gw = ScaleGranularity::kBlock128x128;
+  std::string v;
+  if (arg_value(argc, argv, "--gx", &v) && !parse_granularity(v, &gx)) {
+    std::fprintf(stderr, "qsgemm tune: --gx %s is not one of group_1x128, block_128x128, per_row\n", v.c_str());
+    return 2;
+  }
+  if (arg_value(argc, argv, "--gw", &v) && !parse_granularity(v, &gw)) {
+    std::fprintf(stderr, "qsgemm tune: --gw %s is not one of block_128x128, group_1x128, per_row\n", v.c_str());
+    return 2;
+  }
+  cudaStream_t stream;
+  cudaStreamCreate(&stream);
+  const int64_t nsx = scale_count(gx, M, K), nsw = scale_count(gw, N, K);
+  DeviceBuffer x(static_cast<size_t>(M * K)), w(static_cast<size_t>(N * K)), sx(static_cast<size_t>(4 * nsx)),
+      sw(static_cast<size_t>(4 * nsw)), y(static_cast<size_t>(2 * M * N));
+  fill_e4m3(x.get(), static_cast<size_t>(M * K), 1, stream);
+  fill_e4m3(w.get(), static_cast<size_t>(N * K), 2, stream);
+  fill_f32(sx.as<float>(), static_cast<size_t>(nsx), 3, 0.01f, 0.02f, stream);
+  fill_f32(sw.as<float>(), static_cast<size_t>(nsw), 4, 0.01f, 0.02f, stream);
+  Timer timer(stream);
+  const int chosen = blockwise_choose_config(M, N, K, gx, gw, sm_count);
+  std::printf("tune blockwise M=%lld N=%lld K=%lld x_scale=%s w_scale=%s\n", static_cast<long long>(M),
+              static_cast<long long>(N), static_cast<long long>(K), granularity_name(gx), granularity_name(gw));
+  double best = 1e30;
+  int best_i = -1;
+  for (int i = 0; i < blockwise_num_configs(); ++i) {
+    double us = -1;
+    std::string err;
+    try {
+      BlockwiseOptions opt;
+      opt.config = i;
+      TimeOptions to;
+      to.graph = true;
+      us = timer.time_us(
+          [&](cudaStream_t st) {
+            blockwise_linear(MatrixView(x.get(), DType::kE4M3, M, K), ScaleView{sx.as<float>(), gx, M},
+                             MatrixView(w.get(), DType::kE4M3, N, K), ScaleView{sw.as<float>(), gw, 0}, {},
+                             MatrixView(y.get(), DType::kBF16, M, N), opt, st);
+          },
+          to);
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    const double tflops = us > 0 ? 2.0 * M * N * K / (us * 1e-6) / 1e12 : 0;
+    std::printf("  [%d] %-28s %10.1f us %8.1f TFLOP/s%s %s\n", i, blockwise_config_name(i).c_str(), us, tflops,
+                i == chosen ? "  <- heuristic" : "", err.c_str());
+    if (us > 0 && us < best) {
+      best = us;
+      best_i = i;
+    }
+  }
+  std::printf("winner: [%d] %s %.1f us (heuristic [%d]: %s)\n", best_i,
+              best_i >= 0 ? blockwise_config_name(best_i).c_str() : "-", best, chosen,
+              blockwise_config_name(chosen).c_str());
+  cudaStreamDestroy(stream);
+  return best_i >= 0 ? 0 : 1;
+}
+
+}  // namespace
 
 int run_tune(int argc, char** argv) {
   if (argc < 1 || has_flag(argc, argv, "--help")) {
     std::printf(
-        "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE]\n\n"
+        "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE]\n"
+        "       qsgemm tune blockwise --m M --n N --k K [--gx group_1x128|block_128x128|per_row]\n"
+        "                             [--gw block_128x128|group_1x128|per_row]\n\n"
         "Times every sparse24 kernel configuration on Y[M,N] = X[M,K]·W[N,K]ᵀ (bf16 output, per-token and\n"
         "per-channel scales; L2 flushed, median time) and prints each with the winner and the heuristic's\n"
-        "pick. --json appends one JSON line per configuration to FILE.\n");
+        "pick. --json appends one JSON line per configuration to FILE. 'tune blockwise' does the same for the\n"
+        "blockwise table with the given scale granularities (default 1x128 activations, 128x128 weights).\n");
     return argc < 1 ? 2 : 0;
   }
   const std::string family = argv[0];
-  if (family != "sparse24") {
-    std::fprintf(stderr, "qsgemm tune: unknown family '%s' (known: sparse24)\n", family.c_str());
+  if (family != "sparse24" && family != "blockwise") {
+    std::fprintf(stderr, "qsgemm tune: unknown family '%s' (known: sparse24, blockwise)\n", family.c_str());
     return 2;
   }
   const int64_t M = arg_int(argc, argv, "--m", 16), N = arg_int(argc, argv, "--n", 4096),
@@ -36,6 +125,7 @@ int run_tune(int argc, char** argv) {
     std::fprintf(stderr, "qsgemm tune: needs an sm_90a GPU (%s)\n", d.present ? d.name.c_str() : d.error.c_str());
     return 2;
   }
+  if (family == "blockwise") return tune_blockwise(argc, argv, M, N, K, d.sm_count);
   using namespace qsgemm::bench;
   cudaStream_t stream;
   cudaStreamCreate(&stream);

@@ -38,6 +38,15 @@ struct BlockwiseOptions {
   int config = -1;
 };
 
+// ---- configurations (one table, src/kernels/sm90/blockwise/sm90_blockwise_configs.h) -----------
+int blockwise_num_configs();
+// e.g. "128x128x128_c1x1_coop"; kInvalidArgument for an index outside [0, blockwise_num_configs()).
+std::string blockwise_config_name(int index);
+// The configuration blockwise_linear runs for this problem when options.config == -1: the pure
+// heuristic's pick, or configuration 0 where that pick cannot serve the scale granularities.
+int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
+                            int sm_count);
+
 //   x: e4m3 [M,K] row-major, ld % 16 == 0, 16-byte aligned.   w: e4m3 [N,K], same rules.
 //   x_scale, w_scale: float, device memory, 4-byte aligned, non-null when M > 0 (layouts above).
 //   bias: optional [N], fp32 or the output dtype, aligned to its element size.

@@ -288,3 +288,20 @@ TEST(BlockwiseHeuristic, PureAndInRange) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(BlockwiseConfigs, PublicTableAndChoice) {
+  using qsgemm::ScaleGranularity;
+  ASSERT_EQ(qsgemm::blockwise_num_configs(), qsgemm::kernels::kBlockwiseNumConfigs);
+  EXPECT_EQ(qsgemm::blockwise_config_name(0), "128x128x128_c1x1_coop");
+  qsgemm::test::expect_error([] { qsgemm::blockwise_config_name(3); }, qsgemm::Status::kInvalidArgument,
+                             "config index 3");
+  // Small M picks the 64-row tile, except where x has 128x128 blocks (it cannot serve them).
+  EXPECT_EQ(qsgemm::blockwise_choose_config(16, 4096, 4096, ScaleGranularity::kGroup1x128,
+                                            ScaleGranularity::kBlock128x128, 132), 1);
+  EXPECT_EQ(qsgemm::blockwise_choose_config(16, 4096, 4096, ScaleGranularity::kBlock128x128,
+                                            ScaleGranularity::kBlock128x128, 132), 0);
+}
+
+}  // namespace
