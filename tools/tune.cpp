@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,40 @@ int64_t scale_count(ScaleGranularity g, int64_t rows, int64_t K) {
   }
 }
 
+// Times run(config, stream) for every configuration of a table (L2 flushed, median, graph replays),
+// prints one line each (and one JSON line to jf when given) and the winner next to the heuristic's
+// pick. Returns the process exit code: 0 when at least one configuration ran.
+int sweep(const char* family, int64_t M, int64_t N, int64_t K, int count, int chosen,
+          const std::function<std::string(int)>& name, const std::function<void(int, cudaStream_t)>& run,
+          bench::Timer& timer, FILE* jf) {
+  double best = 1e30;
+  int best_i = -1;
+  for (int i = 0; i < count; ++i) {
+    double us = -1;
+    std::string err;
+    try {
+      bench::TimeOptions to;
+      to.graph = true;
+      us = timer.time_us([&](cudaStream_t st) { run(i, st); }, to);
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    const double tflops = us > 0 ? 2.0 * M * N * K / (us * 1e-6) / 1e12 : 0;
+    std::printf("  [%d] %-34s %10.1f us %8.1f TFLOP/s%s %s\n", i, name(i).c_str(), us, tflops,
+                i == chosen ? "  <- heuristic" : "", err.c_str());
+    if (jf)
+      std::fprintf(jf, "{\"family\":\"%s\",\"M\":%lld,\"N\":%lld,\"K\":%lld,\"config\":\"%s\",\"us\":%.3f}\n", family,
+                   static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K), name(i).c_str(), us);
+    if (us > 0 && us < best) {
+      best = us;
+      best_i = i;
+    }
+  }
+  std::printf("winner: [%d] %s %.1f us (heuristic [%d]: %s)\n", best_i, best_i >= 0 ? name(best_i).c_str() : "-", best,
+              chosen, name(chosen).c_str());
+  return best_i >= 0 ? 0 : 1;
+}
+
 // `qsgemm tune blockwise`: every configuration that serves the granularity pair.
 int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_count) {
   using namespace qsgemm::bench;
@@ -64,39 +99,22 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   const int chosen = blockwise_choose_config(M, N, K, gx, gw, sm_count);
   std::printf("tune blockwise M=%lld N=%lld K=%lld x_scale=%s w_scale=%s\n", static_cast<long long>(M),
               static_cast<long long>(N), static_cast<long long>(K), granularity_name(gx), granularity_name(gw));
-  double best = 1e30;
-  int best_i = -1;
-  for (int i = 0; i < blockwise_num_configs(); ++i) {
-    double us = -1;
-    std::string err;
-    try {
-      BlockwiseOptions opt;
-      opt.config = i;
-      TimeOptions to;
-      to.graph = true;
-      us = timer.time_us(
-          [&](cudaStream_t st) {
-            blockwise_linear(MatrixView(x.get(), DType::kE4M3, M, K), ScaleView{sx.as<float>(), gx, M},
-                             MatrixView(w.get(), DType::kE4M3, N, K), ScaleView{sw.as<float>(), gw, 0}, {},
-                             MatrixView(y.get(), DType::kBF16, M, N), opt, st);
-          },
-          to);
-    } catch (const std::exception& e) {
-      err = e.what();
-    }
-    const double tflops = us > 0 ? 2.0 * M * N * K / (us * 1e-6) / 1e12 : 0;
-    std::printf("  [%d] %-28s %10.1f us %8.1f TFLOP/s%s %s\n", i, blockwise_config_name(i).c_str(), us, tflops,
-                i == chosen ? "  <- heuristic" : "", err.c_str());
-    if (us > 0 && us < best) {
-      best = us;
-      best_i = i;
-    }
-  }
-  std::printf("winner: [%d] %s %.1f us (heuristic [%d]: %s)\n", best_i,
-              best_i >= 0 ? blockwise_config_name(best_i).c_str() : "-", best, chosen,
-              blockwise_config_name(chosen).c_str());
+  std::string json;
+  arg_value(argc, argv, "--json", &json);
+  FILE* jf = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
+  const int rc = sweep(
+      "blockwise", M, N, K, blockwise_num_configs(), chosen, [](int i) { return blockwise_config_name(i); },
+      [&](int i, cudaStream_t st) {
+        BlockwiseOptions opt;
+        opt.config = i;
+        blockwise_linear(MatrixView(x.get(), DType::kE4M3, M, K), ScaleView{sx.as<float>(), gx, M},
+                         MatrixView(w.get(), DType::kE4M3, N, K), ScaleView{sw.as<float>(), gw, 0}, {},
+                         MatrixView(y.get(), DType::kBF16, M, N), opt, st);
+      },
+      timer, jf);
+  if (jf) std::fclose(jf);
   cudaStreamDestroy(stream);
-  return best_i >= 0 ? 0 : 1;
+  return rc;
 }
 
 }  // namespace
@@ -105,7 +123,7 @@ int run_tune(int argc, char** argv) {
   if (argc < 1 || has_flag(argc, argv, "--help")) {
     std::printf(
         "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE]\n"
-        "       qsgemm tune blockwise --m M --n N --k K [--gx group_1x128|block_128x128|per_row]\n"
+        "       qsgemm tune blockwise --m M --n N --k K [--json FILE] [--gx group_1x128|block_128x128|per_row]\n"
         "                             [--gw block_128x128|group_1x128|per_row]\n\n"
         "Times every sparse24 kernel configuration on Y[M,N] = X[M,K]·W[N,K]ᵀ (bf16 output, per-token and\n"
         "per-channel scales; L2 flushed, median time) and prints each with the winner and the heuristic's\n"
@@ -144,46 +162,21 @@ int run_tune(int argc, char** argv) {
   std::string json;
   arg_value(argc, argv, "--json", &json);
   FILE* jf = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
-  double best = 1e30;
-  int best_i = -1;
   std::printf("tune sparse24 M=%lld N=%lld K=%lld\n", static_cast<long long>(M), static_cast<long long>(N),
               static_cast<long long>(K));
-  for (int i = 0; i < sparse24_num_configs(); ++i) {
-    const std::string name = sparse24_config(i).name();
-    double us = -1;
-    std::string err;
-    try {
-      Sparse24LinearOptions opt;
-      opt.config = i;
-      TimeOptions to;
-      to.graph = true;
-      us = timer.time_us(
-          [&](cudaStream_t s) {
-            sparse24_linear(MatrixView(x.get(), DType::kE4M3, M, K),
-                            ScaleView{static_cast<const float*>(sx.get()), ScaleGranularity::kPerRow, 0}, w, {},
-                            MatrixView(y.get(), DType::kBF16, M, N), opt, s);
-          },
-          to);
-    } catch (const std::exception& e) {
-      err = e.what();
-    }
-    const double tflops = us > 0 ? 2.0 * M * N * K / (us * 1e-6) / 1e12 : 0;
-    std::printf("  [%d] %-28s %10.1f us %8.1f TFLOP/s%s %s\n", i, name.c_str(), us, tflops, i == chosen ? "  <- heuristic" : "",
-                err.c_str());
-    if (jf)
-      std::fprintf(jf, "{\"family\":\"sparse24\",\"M\":%lld,\"N\":%lld,\"K\":%lld,\"config\":\"%s\",\"us\":%.3f}\n",
-                   static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K), name.c_str(), us);
-    if (us > 0 && us < best) {
-      best = us;
-      best_i = i;
-    }
-  }
+  const int rc = sweep(
+      "sparse24", M, N, K, sparse24_num_configs(), chosen, [](int i) { return sparse24_config(i).name(); },
+      [&](int i, cudaStream_t st) {
+        Sparse24LinearOptions opt;
+        opt.config = i;
+        sparse24_linear(MatrixView(x.get(), DType::kE4M3, M, K),
+                        ScaleView{static_cast<const float*>(sx.get()), ScaleGranularity::kPerRow, 0}, w, {},
+                        MatrixView(y.get(), DType::kBF16, M, N), opt, st);
+      },
+      timer, jf);
   if (jf) std::fclose(jf);
-  std::printf("winner: [%d] %s %.1f us (heuristic [%d]: %s)\n", best_i,
-              best_i >= 0 ? sparse24_config(best_i).name().c_str() : "-", best, chosen,
-              sparse24_config(chosen).name().c_str());
   cudaStreamDestroy(stream);
-  return best_i >= 0 ? 0 : 1;
+  return rc;
 }
 
 }  // namespace qsgemm::cli
