@@ -18,10 +18,12 @@ bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity
   using G = ScaleGranularity;
   if (config < 0 || config >= kBlockwiseNumConfigs) return false;
   const BlockwiseConfig& c = kBlockwiseConfigs[config];
-  // Per-token x per-channel: the plain FP8 mainloop, any tile.
+  // Per-token x per-channel: the plain FP8 mainloop (or the skinny kernel), any tile.
   if (gx == G::kPerRow || gw == G::kPerRow) return gx == gw;
   if (gx != G::kGroup1x128 && gx != G::kBlock128x128) return false;
   if (gw != G::kGroup1x128 && gw != G::kBlock128x128) return false;
+  // The skinny kernel reads any scale layout per 16-row warp tile (M <= 32 lies in one 128-row block).
+  if (c.schedule == BlockwiseSchedule::kSkinny) return true;
   // CUTLASS needs whole scale blocks per tile (tile % granularity == 0).
   if (gx == G::kBlock128x128 && c.tile_m % kScaleGroupK != 0) return false;
   if (gw == G::kBlock128x128 && c.tile_n % kScaleGroupK != 0) return false;
@@ -29,9 +31,19 @@ bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity
 }
 
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
-  (void)K;  // every configuration streams K the same way (128 per stage)
   const int64_t sms = sm_count > 0 ? sm_count : 132;
   const int64_t n_tiles = ceil_div(N, 128);
+  // Decode sizes where the 64-row tile leaves SMs idle (at most one CTA per 128 rows of W, for at
+  // most half the SMs) over a long K: the split-K skinny kernel streams W from every SM. Measured
+  // with `qsgemm tune blockwise` on the H200 (bench/results/h200/tune_blockwise.txt): it wins at
+  // M <= 8 for K >= 7168 and N <= 64·128 (1280x8192: 16.5 vs 23.8 us, 8192x28672: 73.9 vs 94.4), at
+  // M <= 16 only from 22 tiles up (2112x7168 loses there), at M <= 32 only for K >= 14336 and <= 33
+  // tiles; elsewhere (short K, many N tiles) the 64-row tile is as fast or faster.
+  if (M <= kSkinnyMaxM && K >= 7168 && n_tiles <= sms / 2) {
+    if (M <= 8) return kSkinnyConfig;
+    if (M <= 16 && n_tiles >= sms / 6) return kSkinnyConfig;
+    if (K >= 14336 && n_tiles <= sms / 4) return kSkinnyConfig;
+  }
   const int64_t waves_128 = ceil_div(ceil_div(M, 128) * n_tiles, sms);
   const int64_t waves_64 = ceil_div(ceil_div(M, 64) * n_tiles, sms);
   // Time per SM in units of one 64-row tile: a 128-row tile is two; a 64-row tile also reloads its
@@ -45,6 +57,7 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
 }
 
 void run_blockwise_gemm(const BlockwiseGemmArgs& a, int config, cudaStream_t stream) {
+  if (config == kSkinnyConfig) return run_blockwise_skinny(a, stream);
   switch (a.y_dtype) {
     case DType::kBF16: return run_blockwise_gemm_bf16(a, config, stream);
     case DType::kF16: return run_blockwise_gemm_f16(a, config, stream);
@@ -148,6 +161,10 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
                              ") cannot serve x_scale ", granularity_name(gx), " with w_scale ", granularity_name(gw),
                              ": a 128x128 scale block must cover whole ", kernels::kBlockwiseConfigs[options.config].tile_m,
                              "x", kernels::kBlockwiseConfigs[options.config].tile_n, " tiles"));
+  if (options.config == kernels::kSkinnyConfig && M > kernels::kSkinnyMaxM)
+    detail::fail(fn, Status::kInvalidArgument, "options.config",
+                 detail::cat("config ", options.config, " (", kernels::kBlockwiseConfigs[options.config].name(),
+                             ") serves M <= ", kernels::kSkinnyMaxM, "; got M=", M));
 
   if (M == 0) return;
   detail::check_ptr(fn, "x_scale", x_scale.data, 4);

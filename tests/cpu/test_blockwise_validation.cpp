@@ -3,9 +3,12 @@
 // host functions. Runs without a GPU (fake, well-aligned addresses are never dereferenced).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <set>
+#include <utility>
 #include <string>
 
 #include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
@@ -177,10 +180,17 @@ TEST(BlockwiseValidation, Bias) {
 
 TEST(BlockwiseValidation, Config) {
   Case c;
-  c.opt.config = 3;
-  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config 3 is outside [-1, 3)", "options.config");
+  c.opt.config = 4;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config 4 is outside [-1, 4)", "options.config");
   c.opt.config = -2;
-  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config -2 is outside [-1, 3)", "options.config");
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config -2 is outside [-1, 4)", "options.config");
+  // The skinny kernel serves M <= 32 only.
+  c = Case{};
+  c.x.rows = c.y.rows = 33;
+  c.sx.ld = 33;
+  c.opt.config = 3;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config 3 (skinny_m32_splitk) serves M <= 32; got M=33",
+               "options.config");
   // The 64-row tile cannot hold whole 128-row x-scale blocks.
   c = Case{};
   c.sx = ScaleView{faddr(0x200000), G::kBlock128x128, 0};
@@ -224,13 +234,18 @@ using kernels::kBlockwiseConfigs;
 using kernels::kBlockwiseNumConfigs;
 
 TEST(BlockwiseConfigs, TableAndNames) {
-  ASSERT_EQ(kBlockwiseNumConfigs, 3);
+  ASSERT_EQ(kBlockwiseNumConfigs, 4);
   EXPECT_EQ(kBlockwiseConfigs[0].name(), "128x128x128_c1x1_coop");
   EXPECT_EQ(kBlockwiseConfigs[1].name(), "64x128x128_c1x1_pingpong");
   EXPECT_EQ(kBlockwiseConfigs[2].name(), "128x128x128_c1x2_coop");
+  EXPECT_EQ(kBlockwiseConfigs[3].name(), "skinny_m32_splitk");
   std::set<std::string> names;
   for (const auto& c : kBlockwiseConfigs) {
     EXPECT_EQ(c.tile_k, 128) << c.name() << ": the K tile must equal the scale group";
+    if (c.schedule == kernels::BlockwiseSchedule::kSkinny) {
+      names.insert(c.name());
+      continue;
+    }
     EXPECT_EQ(c.tile_n % 128, 0) << c.name() << ": 128x128 weight-scale blocks must cover whole tiles";
     if (c.schedule == kernels::BlockwiseSchedule::kCooperative) EXPECT_GE(c.tile_m, 128) << c.name();
     names.insert(c.name());
@@ -249,6 +264,8 @@ TEST(BlockwiseConfigs, Supports) {
   EXPECT_TRUE(blockwise_config_supports(1, G::kGroup1x128, G::kBlock128x128));
   EXPECT_TRUE(blockwise_config_supports(1, G::kPerRow, G::kPerRow));
   for (const auto& p : valid) EXPECT_TRUE(blockwise_config_supports(2, p[0], p[1]));
+  for (const auto& p : valid) EXPECT_TRUE(blockwise_config_supports(3, p[0], p[1]));
+  EXPECT_FALSE(blockwise_config_supports(3, G::kPerRow, G::kGroup1x128));
   EXPECT_FALSE(blockwise_config_supports(0, G::kPerRow, G::kBlock128x128));
   EXPECT_FALSE(blockwise_config_supports(0, G::kGroup1x128, G::kPerRow));
   EXPECT_FALSE(blockwise_config_supports(0, G::kPerTensor, G::kBlock128x128));
@@ -256,9 +273,65 @@ TEST(BlockwiseConfigs, Supports) {
   EXPECT_FALSE(blockwise_config_supports(kBlockwiseNumConfigs, G::kGroup1x128, G::kBlock128x128));
 }
 
+// The tuned decode rule (bench/results/h200/tune_blockwise.txt): the skinny kernel where the 64-row
+// tile has few CTAs and K is long, the 64-row tile elsewhere.
+TEST(BlockwiseHeuristic, DecodeUsesTheSkinnyKernelWhereItWins) {
+  for (int64_t M : {1, 2, 7, 8}) {
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{4096, 14336}, {8192, 28672}, {2112, 7168}, {4096, 7168}, {1280, 8192}})
+      EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 3) << M << "x" << N << "x" << K;
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{6144, 4096}, {28672, 4096}, {57344, 8192}, {24576, 1536}, {32768, 512}, {7168, 2048}})
+      EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 1) << M << "x" << N << "x" << K;
+  }
+  for (int64_t M : {9, 16}) {
+    EXPECT_EQ(blockwise_choose_config(M, 4096, 7168, 132), 3);
+    EXPECT_EQ(blockwise_choose_config(M, 8192, 28672, 132), 3);
+    EXPECT_EQ(blockwise_choose_config(M, 2112, 7168, 132), 1);
+    EXPECT_EQ(blockwise_choose_config(M, 1280, 8192, 132), 1);
+  }
+  for (int64_t M : {17, 32}) {
+    EXPECT_EQ(blockwise_choose_config(M, 4096, 14336, 132), 3);
+    EXPECT_EQ(blockwise_choose_config(M, 8192, 28672, 132), 1);
+    EXPECT_EQ(blockwise_choose_config(M, 4096, 7168, 132), 1);
+  }
+}
+
 TEST(BlockwiseHeuristic, SmallMUsesTheNarrowTile) {
-  for (int64_t M : {1, 2, 7, 16, 33, 64})
+  for (int64_t M : {1, 16, 33, 64})
+    for (int64_t N : {256, 2112, 7168, 18432}) EXPECT_EQ(blockwise_choose_config(M, N, 4096, 132), 1) << M << "x" << N;
+  for (int64_t M : {33, 64})
     for (int64_t N : {256, 2112, 7168, 18432}) EXPECT_EQ(blockwise_choose_config(M, N, 7168, 132), 1) << M << "x" << N;
+}
+
+// The skinny kernel's cover of a problem: every token and row, at most 8 warps and a portable
+// cluster, at least one K group per warp, and enough CTAs for the SMs where K allows.
+TEST(BlockwiseHeuristic, SkinnyShape) {
+  for (int M = 1; M <= 32; ++M)
+    for (int N : {8, 16, 120, 1280, 2112, 4096, 32768})
+      for (int K : {16, 128, 400, 512, 4096, 7168, 28672}) {
+        const kernels::SkinnyShape s = kernels::skinny_shape(M, N, K, 132);
+        const int kb = (K + 127) / 128;
+        SCOPED_TRACE(::testing::Message() << M << "x" << N << "x" << K);
+        EXPECT_GE(8 * s.T, M);
+        EXPECT_TRUE(s.T == 1 || s.T == 2 || s.T == 4);
+        EXPECT_LE(s.T == 1 ? 0 : 8 * s.T / 2, M - 1) << "a smaller token tile would do";
+        EXPECT_TRUE(s.R == 1 || s.R == 2);
+        EXPECT_EQ(128 % (16 * s.R), 0) << "a warp's rows must lie in one 128-row weight-scale block";
+        EXPECT_GE(s.KW, 1);
+        EXPECT_LE(s.KW, 4);
+        EXPECT_GE(s.R * 16 * s.row_ctas, N);
+        EXPECT_LT(s.R * 16 * (s.row_ctas - 1), N);
+        EXPECT_GE(s.C, 1);
+        EXPECT_LE(s.C, 8);
+        EXPECT_LE(s.C * s.KW, std::max(kb, 1)) << "a warp without a K group";
+        // The slowest SM's share, (waves) x (groups per warp), within 1.5x of a perfect split, of
+        // what the largest cluster allows, or of one group per warp.
+        const int slots = 132 * (s.T == 1 ? 4 : 2);
+        const double waves = std::ceil(static_cast<double>(s.row_ctas) * s.C / slots);
+        const double groups = std::ceil(static_cast<double>(kb) / (s.C * s.KW));
+        const double ideal = static_cast<double>(s.row_ctas) * kb / (static_cast<double>(slots) * s.KW);
+        const double capped = std::ceil(static_cast<double>(kb) / (8 * s.KW));
+        if (groups > 1) EXPECT_LE(waves * groups, std::max({1.5 * ideal, capped, 2.0})) << "C=" << s.C;
+      }
 }
 
 TEST(BlockwiseHeuristic, MediumAndLargeM) {
@@ -295,12 +368,16 @@ TEST(BlockwiseConfigs, PublicTableAndChoice) {
   using qsgemm::ScaleGranularity;
   ASSERT_EQ(qsgemm::blockwise_num_configs(), qsgemm::kernels::kBlockwiseNumConfigs);
   EXPECT_EQ(qsgemm::blockwise_config_name(0), "128x128x128_c1x1_coop");
-  qsgemm::test::expect_error([] { qsgemm::blockwise_config_name(3); }, qsgemm::Status::kInvalidArgument,
-                             "config index 3");
-  // Small M picks the 64-row tile, except where x has 128x128 blocks (it cannot serve them).
-  EXPECT_EQ(qsgemm::blockwise_choose_config(16, 4096, 4096, ScaleGranularity::kGroup1x128,
+  qsgemm::test::expect_error([] { qsgemm::blockwise_config_name(4); }, qsgemm::Status::kInvalidArgument,
+                             "config index 4");
+  // Decode sizes over a long K pick the skinny kernel for every pair; otherwise small M picks the
+  // 64-row tile, except where x has 128x128 blocks (it cannot serve them).
+  EXPECT_EQ(qsgemm::blockwise_choose_config(8, 4096, 7168, ScaleGranularity::kBlock128x128,
+                                            ScaleGranularity::kBlock128x128, 132), 3);
+  EXPECT_EQ(qsgemm::blockwise_choose_config(8, 4096, 7168, ScaleGranularity::kPerRow, ScaleGranularity::kPerRow, 132), 3);
+  EXPECT_EQ(qsgemm::blockwise_choose_config(48, 4096, 4096, ScaleGranularity::kGroup1x128,
                                             ScaleGranularity::kBlock128x128, 132), 1);
-  EXPECT_EQ(qsgemm::blockwise_choose_config(16, 4096, 4096, ScaleGranularity::kBlock128x128,
+  EXPECT_EQ(qsgemm::blockwise_choose_config(48, 4096, 4096, ScaleGranularity::kBlock128x128,
                                             ScaleGranularity::kBlock128x128, 132), 0);
 }
 

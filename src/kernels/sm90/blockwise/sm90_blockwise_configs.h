@@ -28,6 +28,7 @@ namespace qsgemm::kernels {
 enum class BlockwiseSchedule : uint8_t {
   kCooperative,  // two consumer warpgroups split one tile along M (tile_m >= 128)
   kPingpong,     // two consumer warpgroups alternate whole tiles (epilogue of one overlaps the other's MMAs)
+  kSkinny,       // not CUTLASS: the split-K mma.sync kernel for M <= kSkinnyMaxM (sm90_blockwise_skinny.cu)
 };
 
 struct BlockwiseConfig {
@@ -35,8 +36,9 @@ struct BlockwiseConfig {
   int cluster_m, cluster_n;
   BlockwiseSchedule schedule;
 
-  // e.g. "128x128x128_c1x1_coop"
+  // e.g. "128x128x128_c1x1_coop"; "skinny_m32_splitk" for the skinny kernel.
   std::string name() const {
+    if (schedule == BlockwiseSchedule::kSkinny) return "skinny_m" + std::to_string(tile_m) + "_splitk";
     return std::to_string(tile_m) + "x" + std::to_string(tile_n) + "x" + std::to_string(tile_k) + "_c" +
            std::to_string(cluster_m) + "x" + std::to_string(cluster_n) +
            (schedule == BlockwiseSchedule::kCooperative ? "_coop" : "_pingpong");
@@ -51,12 +53,29 @@ struct BlockwiseConfig {
 //      quantizes badly onto the SMs. Not for x_scale kBlock128x128.
 //   2: 128x128 with a 1x2 cluster: the X tile is multicast to the two CTAs of a cluster (half the
 //      L2->SM traffic of X) for large M x N.
+//   3: decode sizes (M <= 32): W as the MMA's A operand in 16-row warp tiles, tokens as n8 tiles,
+//      K split over warps and over a cluster of up to 8 CTAs (reduced through distributed shared
+//      memory, no workspace). tile_m is the largest M it serves, tile_n the rows of W per warp.
 inline constexpr BlockwiseConfig kBlockwiseConfigs[] = {
     {128, 128, 128, 1, 1, BlockwiseSchedule::kCooperative},
     {64, 128, 128, 1, 1, BlockwiseSchedule::kPingpong},
     {128, 128, 128, 1, 2, BlockwiseSchedule::kCooperative},
+    {32, 16, 128, 1, 1, BlockwiseSchedule::kSkinny},
 };
 inline constexpr int kBlockwiseNumConfigs = static_cast<int>(sizeof(kBlockwiseConfigs) / sizeof(kBlockwiseConfigs[0]));
+
+// The skinny configuration (index kSkinnyConfig) serves M <= kSkinnyMaxM only.
+inline constexpr int kSkinnyConfig = 3;
+inline constexpr int kSkinnyMaxM = kBlockwiseConfigs[kSkinnyConfig].tile_m;
+static_assert(kBlockwiseConfigs[kSkinnyConfig].schedule == BlockwiseSchedule::kSkinny, "kSkinnyConfig must name the skinny row");
+
+// How the skinny kernel covers a problem: T token tiles of 8 (M <= 8T); CTAs of KW warps (each a
+// K split) over 16·R rows of W (R m16 tiles per warp); row_ctas CTAs along N; clusters of C CTAs
+// along K (reduced through distributed shared memory).
+struct SkinnyShape {
+  int T = 1, R = 1, KW = 1, row_ctas = 1, C = 1;
+};
+SkinnyShape skinny_shape(int M, int N, int K, int sm_count);
 
 // Whether configuration `config` is instantiated for the scale granularities (gx, gw) — a valid
 // pair of include/qsgemm/blockwise.h. A 128-row scale block must cover whole tiles along M.
@@ -88,5 +107,7 @@ void run_blockwise_gemm(const BlockwiseGemmArgs& a, int config, cudaStream_t str
 void run_blockwise_gemm_bf16(const BlockwiseGemmArgs& a, int config, cudaStream_t stream);
 void run_blockwise_gemm_f16(const BlockwiseGemmArgs& a, int config, cudaStream_t stream);
 void run_blockwise_gemm_f32(const BlockwiseGemmArgs& a, int config, cudaStream_t stream);
+// The skinny kernel (configuration kSkinnyConfig), every output dtype; throws kInvalidArgument for M > kSkinnyMaxM.
+void run_blockwise_skinny(const BlockwiseGemmArgs& a, cudaStream_t stream);
 
 }  // namespace qsgemm::kernels

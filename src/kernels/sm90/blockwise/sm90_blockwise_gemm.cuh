@@ -42,6 +42,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <mutex>
 #include <string>
 
 #include "cute/tensor.hpp"
@@ -214,12 +215,18 @@ struct BlockwiseGemm {
     if (workspace != 0)
       detail::fail(fn, Status::kInternal, "",
                    detail::cat("config ", name, " needs a ", workspace, "-byte workspace; blockwise_linear allocates none"));
-    Gemm gemm;
-    st = gemm.initialize(args, nullptr, stream);
-    if (st != cutlass::Status::kSuccess)
-      detail::fail(fn, Status::kCudaError, "",
-                   detail::cat("CUTLASS initialize failed for config ", name, ": ", cutlassGetStatusString(st)));
-    st = gemm.run(stream);
+    // The dynamic shared-memory limit is a per-kernel attribute: raise it once, not per call
+    // (GemmUniversalAdapter::initialize would set it on every call).
+    static std::once_flag once;
+    static cudaError_t attr = cudaSuccess;
+    std::call_once(once, [] {
+      constexpr int smem = static_cast<int>(Kernel::SharedStorageSize);
+      if (smem >= (48 << 10))
+        attr = cudaFuncSetAttribute(cutlass::device_kernel<Kernel>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    });
+    detail::check_cuda(attr, fn, "cudaFuncSetAttribute(max dynamic shared memory)");
+    typename Kernel::Params params = Kernel::to_underlying_arguments(args, nullptr);
+    st = Gemm::run(params, stream);
     detail::check_launch(fn, name.c_str());
     if (st != cutlass::Status::kSuccess)
       detail::fail(fn, Status::kCudaError, "",
@@ -249,7 +256,8 @@ void run_config(const BlockwiseGemmArgs& a, cudaStream_t stream) {
 
 template <class ElementD>
 void run_for_output(const BlockwiseGemmArgs& a, int config, cudaStream_t stream) {
-  static_assert(kBlockwiseNumConfigs == 3, "add the new configuration to this switch");
+  // Configuration kSkinnyConfig (3) is not CUTLASS: run_blockwise_gemm sends it to run_blockwise_skinny.
+  static_assert(kBlockwiseNumConfigs == 4, "add the new configuration to this switch");
   switch (config) {
     case 0: return run_config<ElementD, 0>(a, stream);
     case 1: return run_config<ElementD, 1>(a, stream);

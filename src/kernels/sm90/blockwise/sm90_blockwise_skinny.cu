@@ -1,0 +1,451 @@
+// The decode-sized ("skinny", M <= 32) blockwise / groupwise / per-row FP8 GEMM.
+//
+//   Y[M,N] = Σ_g (sx[m,g] · sw[n,g]) · X_g · W_gᵀ  (+ bias[n])       (include/qsgemm/blockwise.h)
+//
+// At M <= 32 the GEMM is a stream over W (N·K bytes) and the tensor cores are nearly idle, so what
+// matters is how many bytes of W are in flight per SM and that every SM streams. The CUTLASS tiles
+// (64 or 128 rows of tokens x 128 columns of W) give one CTA per 128 rows of W: 32 CTAs for N=4096
+// on 132 SMs. This kernel instead
+//  * swaps the operands: W is the MMA's A (MT m16 tiles = 16·MT rows per warp), the tokens are B
+//    (T n8 tiles), so no token rows are padded beyond the next multiple of 8;
+//  * splits K over the 8 warps of a CTA and over the CTAs of a thread-block cluster (up to 8): the
+//    warps walk interleaved 128-wide K groups; the partial tiles are reduced in shared memory and
+//    across the cluster through distributed shared memory, so there is no workspace, no atomics,
+//    and every CTA of the grid streams W;
+//  * keeps S groups in flight per warp with cp.async into a per-thread ring in shared memory (each
+//    thread reads back only the bytes it copied, so the ring needs no barrier): 64-96 KB of W in
+//    flight per SM, independent of the registers;
+//  * converts the e4m3 operands to fp16 (exactly: e4m3 is a subset of fp16) and multiplies with
+//    mma.sync m16n8k16 into float32 accumulators (Hopper's FP8 tensor-core rate is a wgmma feature;
+//    an FP8 mma.sync version of this kernel was no faster). Every group's products are summed in
+//    float32, with no FP8 accumulation at all, and scaled once per group (acc += sx·sw·group_sum),
+//    as the reference does.
+//
+// K order inside an MMA. An m16n8k16 A fragment gives thread (g = lane/4, q = lane%4) the k pairs
+// (2q, 2q+1) (regs a0/a1) and (8+2q, 9+2q) (a2/a3) of rows g and g+8; B gives the same k for
+// column g. Any permutation of k applied to both A and B leaves the product unchanged, so thread q
+// copies the 16 contiguous bytes k0 + 16q .. k0 + 16q + 15 of its rows (one 16-byte copy per row
+// and 64-wide chunk) and feeds word j (4 consecutive k) to MMA j: its low two bytes as (a0 | a1),
+// its high two as (a2 | a3). The B fragment comes from the token rows at the same addresses.
+// A 128-wide group is 2 chunks x 4 MMAs.
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+
+#include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
+#include "validate.h"
+
+namespace qsgemm::kernels {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kGroup = 128;     // K group of the scales
+constexpr int kMaxWarps = 4;    // warps per CTA (all split K); small CTAs fill the last wave finely
+constexpr int kMaxCluster = 8;  // portable cluster size
+
+// Per token-tile count T: m16 tiles per warp (MT), ring stages (S) and the CTAs an SM holds (the
+// ring is the limit). X's bytes per group are T/(2·MT) of W's; a stage holds 16·(4·MT + 2·T) bytes
+// per thread. W in flight per SM: (S-1) groups x 2·MT KB x warps.
+template <int T> struct Tiling;
+template <> struct Tiling<1> { static constexpr int MT = 1, S = 4, kCtasPerSm = 4; };  // 48 KB per CTA
+template <> struct Tiling<2> { static constexpr int MT = 2, S = 4, kCtasPerSm = 2; };  // 96 KB per CTA
+template <> struct Tiling<4> { static constexpr int MT = 2, S = 3, kCtasPerSm = 2; };  // 96 KB per CTA
+template <int T>
+constexpr int kVecs = 4 * Tiling<T>::MT + 2 * T;  // 16-byte vectors per thread per stage
+template <int T>
+constexpr int kSmemBytes = kMaxWarps * Tiling<T>::S * kVecs<T> * 32 * 16;
+
+// Granularities as the kernel sees them.
+enum : int { kGrGroup = 0, kGrBlock = 1, kGrRow = 2 };
+
+struct SkinnyParams {
+  int M, N, K, kb;
+  const uint8_t* x;
+  int64_t ldx;
+  const uint8_t* w;
+  int64_t ldw;
+  const float* sx;
+  int64_t ld_sx;
+  int gx;
+  const float* sw;
+  int gw;
+  const float* bias_f32;
+  const void* bias_out;
+  void* y;
+  int64_t ldy;
+  int KW;  // warps per CTA (each a K split)
+};
+
+// 16-byte asynchronous copies global -> shared; bytes = 0 zero-fills (K tail, rows past N, tokens
+// past M). W is streamed once (.cg: not kept in L1); X is read by every CTA (.ca).
+__device__ __forceinline__ void cp_async_cg(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_ca(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+// Two e4m3 (the low and high byte of v) to an f16x2 (low half = low byte). Exact: e4m3 is a subset of fp16.
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t v) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(static_cast<uint16_t>(v)));
+  return r;
+}
+
+// d += A·B, one m16n8k16 step with f16 operands and float32 accumulation.
+__device__ __forceinline__ void mma_f16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                        uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+template <class OutT>
+__device__ __forceinline__ OutT to_out(float v);
+template <>
+__device__ __forceinline__ float to_out<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <>
+__device__ __forceinline__ __half to_out<__half>(float v) { return __float2half_rn(v); }
+
+template <class OutT>
+__device__ __forceinline__ float out_to_float(OutT v);
+template <>
+__device__ __forceinline__ float out_to_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ float out_to_float<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <>
+__device__ __forceinline__ float out_to_float<__half>(__half v) { return __half2float(v); }
+
+// Scales of one group for one thread: rows (mt, half) and tokens (t, 0/1).
+template <int T>
+struct GroupScales {
+  float w[Tiling<T>::MT][2];
+  float x[T][2];
+};
+
+template <int T>
+__device__ __forceinline__ void load_scales(GroupScales<T>& sc, const SkinnyParams& p, int grp, int row_base, int g,
+                                            int tok0) {
+  constexpr int MT = Tiling<T>::MT;
+  if (p.gx == kGrRow) return;  // per-row scales: applied once in the epilogue
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row_base + 16 * mt + 8 * h + g;
+      if (p.gw == kGrBlock)  // the warp's rows lie in one 128-row block (16·MT divides 128)
+        sc.w[mt][h] = __ldg(p.sw + static_cast<int64_t>(row_base / kGroup) * p.kb + grp);
+      else
+        sc.w[mt][h] = row < p.N ? __ldg(p.sw + static_cast<int64_t>(row) * p.kb + grp) : 0.0f;
+    }
+#pragma unroll
+  for (int t = 0; t < T; ++t)
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int m = tok0 + 8 * t + u;
+      if (p.gx == kGrBlock)  // M <= 32 < 128: every token is in the first 128-row block
+        sc.x[t][u] = __ldg(p.sx + grp);
+      else  // M-major [kb][ld]
+        sc.x[t][u] = m < p.M ? __ldg(p.sx + static_cast<int64_t>(grp) * p.ld_sx + m) : 0.0f;
+    }
+}
+
+// Grid: (ceil(N / (16·MT)), C) with clusters of (1, C, 1); block: 32·KW threads; dynamic shared
+// memory kSmemBytes<T>. Warp w takes K groups w + KW·rank, stepping by KW·C.
+template <int T, class OutT>
+__global__ void __launch_bounds__(kMaxWarps * 32) blockwise_skinny(const SkinnyParams p) {
+  constexpr int MT = Tiling<T>::MT, S = Tiling<T>::S, NV = kVecs<T>;
+  extern __shared__ uint4 ring[];  // [warp][stage][NV][32 lanes]
+
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
+  const int g = lane >> 2, q = lane & 3;
+  const int C = static_cast<int>(gridDim.y), rank = static_cast<int>(blockIdx.y);
+  const int split = rank * p.KW + warp, splits = C * p.KW;
+  const int n_groups = split < p.kb ? (p.kb - split + splits - 1) / splits : 0;
+
+  const int row_base = static_cast<int>(blockIdx.x) * 16 * MT;  // first row of the CTA (and of every warp)
+  const int tok0 = 2 * q;
+  uint4* my = ring + static_cast<size_t>(warp) * S * NV * 32 + lane;
+  const uint32_t my_smem = static_cast<uint32_t>(__cvta_generic_to_shared(my));
+
+  // Sources of this thread's copies (null: zero-fill). Vector v of a stage: A row (mt, h) chunk c at
+  // v = (2·mt + h)·2 + c; token tile t chunk c at v = 4·MT + 2·t + c.
+  const uint8_t* wrow[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row_base + 16 * mt + 8 * h + g;
+      wrow[mt][h] = row < p.N ? p.w + static_cast<int64_t>(row) * p.ldw : nullptr;
+    }
+  const uint8_t* xrow[T];
+#pragma unroll
+  for (int t = 0; t < T; ++t) {
+    const int m = 8 * t + g;
+    xrow[t] = m < p.M ? p.x + static_cast<int64_t>(m) * p.ldx : nullptr;
+  }
+
+  auto issue = [&](int i) {  // the i-th group of this warp into stage i % S
+    const int grp = split + i * splits;
+    const uint32_t stage = my_smem + static_cast<uint32_t>((i % S) * NV * 32 * 16);
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int k = grp * kGroup + c * 64 + q * 16;
+      const bool in = k < p.K;  // K % 16 == 0: a 16-byte segment is entirely inside or outside
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const bool ok = in && wrow[mt][h] != nullptr;
+          cp_async_cg(stage + static_cast<uint32_t>((((2 * mt + h) * 2 + c) * 32) * 16), ok ? wrow[mt][h] + k : p.w,
+                      ok ? 16 : 0);
+        }
+#pragma unroll
+      for (int t = 0; t < T; ++t) {
+        const bool ok = in && xrow[t] != nullptr;
+        cp_async_ca(stage + static_cast<uint32_t>(((4 * MT + 2 * t + c) * 32) * 16), ok ? xrow[t] + k : p.x, ok ? 16 : 0);
+      }
+    }
+  };
+
+  float acc[MT][T][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int t = 0; t < T; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[mt][t][i] = 0.0f;
+
+  // Prologue: S-1 groups in flight (empty commits keep the group count uniform).
+#pragma unroll
+  for (int i = 0; i < S - 1; ++i) {
+    if (i < n_groups) issue(i);
+    cp_async_commit();
+  }
+  GroupScales<T> sc_next;
+  if (n_groups > 0) load_scales<T>(sc_next, p, split, row_base, g, tok0);
+
+  for (int i = 0; i < n_groups; ++i) {
+    const GroupScales<T> sc = sc_next;
+    if (i + 1 < n_groups) load_scales<T>(sc_next, p, split + (i + 1) * splits, row_base, g, tok0);
+    if (i + S - 1 < n_groups) issue(i + S - 1);
+    cp_async_commit();
+    cp_async_wait<S - 1>();  // group i has landed (this thread's copies; nobody else reads them)
+
+    const uint4* stage = my + (i % S) * NV * 32;
+    float sum[MT][T][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int t = 0; t < T; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) sum[mt][t][e] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      uint4 a[MT][2], b[T];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) a[mt][h] = stage[((2 * mt + h) * 2 + c) * 32];
+#pragma unroll
+      for (int t = 0; t < T; ++t) b[t] = stage[(4 * MT + 2 * t + c) * 32];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {  // word j: 4 consecutive k, one k16 MMA
+        uint32_t bf[T][2];
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+          const uint32_t xb = reinterpret_cast<const uint32_t*>(&b[t])[j];
+          bf[t][0] = e4m3x2_to_f16x2(xb);
+          bf[t][1] = e4m3x2_to_f16x2(xb >> 16);
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          const uint32_t w0 = reinterpret_cast<const uint32_t*>(&a[mt][0])[j];
+          const uint32_t w1 = reinterpret_cast<const uint32_t*>(&a[mt][1])[j];
+          const uint32_t a0 = e4m3x2_to_f16x2(w0), a2 = e4m3x2_to_f16x2(w0 >> 16);
+          const uint32_t a1 = e4m3x2_to_f16x2(w1), a3 = e4m3x2_to_f16x2(w1 >> 16);
+#pragma unroll
+          for (int t = 0; t < T; ++t) mma_f16(sum[mt][t], a0, a1, a2, a3, bf[t][0], bf[t][1]);
+        }
+      }
+    }
+    if (p.gx == kGrRow) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int t = 0; t < T; ++t)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[mt][t][e] += sum[mt][t][e];
+    } else {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int t = 0; t < T; ++t)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            acc[mt][t][e] = fmaf(sc.w[mt][e >> 1] * sc.x[t][e & 1], sum[mt][t][e], acc[mt][t][e]);
+    }
+  }
+  cp_async_wait<0>();
+
+  // ---- reduction: warps of the CTA, then CTAs of the cluster ---------------------------------------
+  // Each warp parks its partial tile at the start of its own ring (no other warp touches it).
+  float* red = reinterpret_cast<float*>(ring);
+  constexpr int kWarpFloats = S * NV * 32 * 4;  // one warp's ring in floats
+  auto slot = [&](int w, int mt, int t, int e, int ln) { return w * kWarpFloats + (((mt * T + t) * 4 + e) * 32 + ln); };
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int t = 0; t < T; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) red[slot(warp, mt, t, e, lane)] = acc[mt][t][e];
+
+  cg::cluster_group cluster = cg::this_cluster();
+  if (C > 1)
+    cluster.sync();
+  else
+    __syncthreads();
+
+  if (rank == 0) {
+    constexpr int kElems = MT * T * 4 * 32;
+    for (int el = static_cast<int>(threadIdx.x); el < kElems; el += static_cast<int>(blockDim.x)) {
+      const int ln = el & 31, e = (el >> 5) & 3, t = (el >> 7) % T, mt = (el >> 7) / T;
+      const int row = row_base + 16 * mt + (ln >> 2) + 8 * (e >> 1);
+      const int tok = 8 * t + 2 * (ln & 3) + (e & 1);
+      if (row >= p.N || tok >= p.M) continue;
+      float v = 0.0f;
+      for (int c = 0; c < C; ++c) {
+        const float* src = C > 1 ? cluster.map_shared_rank(red, c) : red;
+        for (int w = 0; w < p.KW; ++w) v += src[slot(w, mt, t, e, ln)];
+      }
+      if (p.gx == kGrRow) v = v * __ldg(p.sx + tok) * __ldg(p.sw + row);
+      if (p.bias_f32) v += __ldg(p.bias_f32 + row);
+      if (p.bias_out) v += out_to_float<OutT>(static_cast<const OutT*>(p.bias_out)[row]);
+      static_cast<OutT*>(p.y)[static_cast<int64_t>(tok) * p.ldy + row] = to_out<OutT>(v);
+    }
+  }
+  // The other CTAs' shared memory must outlive rank 0's reads.
+  if (C > 1) cluster.sync();
+}
+
+template <int T, class OutT>
+void launch(const SkinnyParams& p, int row_ctas, int C, cudaStream_t stream) {
+  // The dynamic shared-memory limit is a per-kernel attribute: raise it once.
+  static std::once_flag once;
+  static cudaError_t attr_status = cudaSuccess;
+  std::call_once(once, [] {
+    attr_status = cudaFuncSetAttribute(blockwise_skinny<T, OutT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       kSmemBytes<T>);
+    // Without a preference the driver may pick a carveout that holds fewer CTAs than
+    // Tiling<T>::kCtasPerSm (measured: 2.5x slower); the ring is the kernel's only big resource.
+    if (attr_status == cudaSuccess)
+      attr_status = cudaFuncSetAttribute(blockwise_skinny<T, OutT>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         static_cast<int>(cudaSharedmemCarveoutMaxShared));
+  });
+  detail::check_cuda(attr_status, "blockwise_linear", "cudaFuncSetAttribute(skinny kernel shared memory)");
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(row_ctas), static_cast<unsigned>(C), 1);
+  cfg.blockDim = dim3(static_cast<unsigned>(32 * p.KW), 1, 1);
+  // The ring is sized for 8 warps; fewer warps (tiny K) leave the tail unused.
+  cfg.dynamicSmemBytes = kSmemBytes<T>;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = static_cast<unsigned>(C);
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  detail::check_cuda(cudaLaunchKernelEx(&cfg, blockwise_skinny<T, OutT>, p), "blockwise_linear",
+                     "cudaLaunchKernelEx(skinny blockwise kernel)");
+}
+
+template <class OutT>
+void launch_for_tokens(const SkinnyParams& p, int T, int row_ctas, int C, cudaStream_t stream) {
+  switch (T) {
+    case 1: return launch<1, OutT>(p, row_ctas, C, stream);
+    case 2: return launch<2, OutT>(p, row_ctas, C, stream);
+    default: return launch<4, OutT>(p, row_ctas, C, stream);
+  }
+}
+
+int granularity_code(ScaleGranularity g) {
+  return g == ScaleGranularity::kBlock128x128 ? kGrBlock : g == ScaleGranularity::kPerRow ? kGrRow : kGrGroup;
+}
+
+}  // namespace
+
+SkinnyShape skinny_shape(int M, int N, int K, int sm_count) {
+  SkinnyShape s;
+  s.T = M <= 8 ? 1 : M <= 16 ? 2 : 4;
+  const int mt = s.T == 1 ? Tiling<1>::MT : s.T == 2 ? Tiling<2>::MT : Tiling<4>::MT;
+  const int per_sm = s.T == 1 ? Tiling<1>::kCtasPerSm : s.T == 2 ? Tiling<2>::kCtasPerSm : Tiling<4>::kCtasPerSm;
+  const int kb = (K + kGroup - 1) / kGroup;
+  s.R = mt;  // m16 tiles per warp
+  s.KW = std::max(1, std::min(kMaxWarps, kb));
+  s.row_ctas = (N + 16 * mt - 1) / (16 * mt);
+  // Cluster size: the time of the slowest SM is (waves) x (groups per warp); pick the C that
+  // minimizes it, charging each extra CTA of a cluster 5% of a group for its share of the
+  // reduction. C·KW <= kb: every warp gets at least one group.
+  const int64_t slots = static_cast<int64_t>(sm_count > 0 ? sm_count : 132) * per_sm;
+  double best = 0.0;
+  for (int c = 1; c <= kMaxCluster && c * s.KW <= kb; ++c) {
+    const int64_t waves = (static_cast<int64_t>(s.row_ctas) * c + slots - 1) / slots;
+    const int64_t groups = (kb + c * s.KW - 1) / (c * s.KW);
+    const double cost = static_cast<double>(waves * groups) + 0.05 * (c - 1);
+    if (c == 1 || cost < best) {
+      best = cost;
+      s.C = c;
+    }
+  }
+  return s;
+}
+
+void run_blockwise_skinny(const BlockwiseGemmArgs& a, cudaStream_t stream) {
+  if (a.M > kSkinnyMaxM)
+    detail::fail("blockwise_linear", Status::kInvalidArgument, "options.config",
+                 detail::cat("the skinny configuration serves M <= ", kSkinnyMaxM, "; got M=", a.M));
+  const SkinnyShape s = skinny_shape(a.M, a.N, a.K, a.sm_count);
+  SkinnyParams p;
+  p.M = a.M;
+  p.N = a.N;
+  p.K = a.K;
+  p.kb = (a.K + kGroup - 1) / kGroup;
+  p.x = static_cast<const uint8_t*>(a.x);
+  p.ldx = a.ldx;
+  p.w = static_cast<const uint8_t*>(a.w);
+  p.ldw = a.ldw;
+  p.sx = a.x_scale;
+  p.ld_sx = a.ld_x_scale;
+  p.gx = granularity_code(a.gx);
+  p.sw = a.w_scale;
+  p.gw = granularity_code(a.gw);
+  p.bias_f32 = a.bias_f32;
+  p.bias_out = a.bias_out;
+  p.y = a.y;
+  p.ldy = a.ldy;
+  p.KW = s.KW;
+  switch (a.y_dtype) {
+    case DType::kBF16: launch_for_tokens<__nv_bfloat16>(p, s.T, s.row_ctas, s.C, stream); break;
+    case DType::kF16: launch_for_tokens<__half>(p, s.T, s.row_ctas, s.C, stream); break;
+    case DType::kF32: launch_for_tokens<float>(p, s.T, s.row_ctas, s.C, stream); break;
+    default:
+      detail::fail("blockwise_linear", Status::kInternal, "y", detail::cat("no kernel for output dtype ", dtype_name(a.y_dtype)));
+  }
+  detail::check_launch("blockwise_linear", "skinny blockwise kernel");
+}
+
+}  // namespace qsgemm::kernels
