@@ -296,10 +296,12 @@ TEST(BlockwiseHeuristic, DecodeUsesTheSkinnyKernelWhereItWins) {
 }
 
 TEST(BlockwiseHeuristic, SmallMUsesTheNarrowTile) {
+  for (int64_t M : {1, 16, 32})
+    for (int64_t N : {8, 136, 256}) EXPECT_EQ(blockwise_choose_config(M, N, 128, 132), 3) << "tiny: " << M << "x" << N;
   for (int64_t M : {1, 16, 33, 64})
-    for (int64_t N : {256, 2112, 7168, 18432}) EXPECT_EQ(blockwise_choose_config(M, N, 4096, 132), 1) << M << "x" << N;
+    for (int64_t N : {384, 2112, 7168, 18432}) EXPECT_EQ(blockwise_choose_config(M, N, 4096, 132), 1) << M << "x" << N;
   for (int64_t M : {33, 64})
-    for (int64_t N : {256, 2112, 7168, 18432}) EXPECT_EQ(blockwise_choose_config(M, N, 7168, 132), 1) << M << "x" << N;
+    for (int64_t N : {384, 2112, 7168, 18432}) EXPECT_EQ(blockwise_choose_config(M, N, 7168, 132), 1) << M << "x" << N;
 }
 
 // The skinny kernel's cover of a problem: every token and row, at most 8 warps and a portable
