@@ -33,20 +33,22 @@ bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
   const int64_t sms = sm_count > 0 ? sm_count : 132;
   const int64_t n_tiles = ceil_div(N, 128);
-  // Decode sizes where the 64-row tile leaves SMs idle (at most one CTA per 128 rows of W, for at
-  // most half the SMs) over a long K: the split-K skinny kernel streams W from every SM. Measured
-  // with `qsgemm tune blockwise` on the H200 (bench/results/h200/tune_blockwise.txt): it wins at
-  // M <= 8 for K >= 7168 and N <= 64·128 (1280x8192: 16.5 vs 23.8 us, 8192x28672: 73.9 vs 94.4), at
-  // M <= 16 only from 22 tiles up (2112x7168 loses there), at M <= 32 only for K >= 14336 and <= 33
-  // tiles; elsewhere (short K, many N tiles) the 64-row tile is as fast or faster.
-  // Tiny problems (one or two 128-row N tiles: one or two CUTLASS CTAs) also go to the skinny
-  // kernel, which splits K over clusters and sums each group exactly in float32; the wgmma FP8
-  // accumulation reaches 2.2e-4 relative error on such 8-element fp32 outputs at K = 128.
+  // Decode sizes where the 64-row tile leaves SMs idle (one CTA per 128 rows of W, on at most half
+  // the SMs) over a long K: the split-K skinny kernel streams W from every SM. Measured on the H200
+  // (bench/results/h200/tune_blockwise.txt and blockwise.json): it wins at M <= 8 for K >= 7168
+  // (1280x8192: 16.5 vs 23.8 us, 2112x7168: 17.6 vs 21.7, 8192x28672: 73.9 vs 94.4), at M <= 16
+  // only for 22..33 N tiles (4096x14336: 31.1 vs 37.8; 2112x7168 and 8192x8192 lose there), and
+  // nowhere at M = 17..32. Rows 16 KB apart (K a multiple of 16384) measured 1.5-2.7x slower with
+  // it (7168x16384: 78.8 vs 52.1 us at M = 1): every CTA starts on the same columns of rows whose
+  // addresses differ by a multiple of 16 KB, which we suspect concentrates the traffic on a few
+  // DRAM channels; those shapes stay on the 64-row tile until the K start is staggered per CTA.
+  // Tiny problems (one or two N tiles, i.e. one or two CUTLASS CTAs) always take the skinny
+  // kernel: it splits K over a cluster and sums each group exactly in float32 (the wgmma FP8
+  // accumulation reaches 2.2e-4 relative error on 8-element fp32 outputs at K = 128).
   if (M <= kSkinnyMaxM && n_tiles <= 2) return kSkinnyConfig;
-  if (M <= kSkinnyMaxM && K >= 7168 && n_tiles <= sms / 2) {
+  if (M <= kSkinnyMaxM && K >= 7168 && K % 16384 != 0 && n_tiles <= sms / 2) {
     if (M <= 8) return kSkinnyConfig;
-    if (M <= 16 && n_tiles >= sms / 6) return kSkinnyConfig;
-    if (K >= 14336 && n_tiles <= sms / 4) return kSkinnyConfig;
+    if (M <= 16 && n_tiles >= sms / 6 && n_tiles <= sms / 4) return kSkinnyConfig;
   }
   const int64_t waves_128 = ceil_div(ceil_div(M, 128) * n_tiles, sms);
   const int64_t waves_64 = ceil_div(ceil_div(M, 64) * n_tiles, sms);

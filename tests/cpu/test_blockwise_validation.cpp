@@ -273,25 +273,29 @@ TEST(BlockwiseConfigs, Supports) {
   EXPECT_FALSE(blockwise_config_supports(kBlockwiseNumConfigs, G::kGroup1x128, G::kBlock128x128));
 }
 
-// The tuned decode rule (bench/results/h200/tune_blockwise.txt): the skinny kernel where the 64-row
-// tile has few CTAs and K is long, the 64-row tile elsewhere.
+// The tuned decode rule (bench/results/h200/tune_blockwise.txt, blockwise.json): the skinny kernel
+// where the 64-row tile has few CTAs and K is long, the 64-row tile elsewhere.
 TEST(BlockwiseHeuristic, DecodeUsesTheSkinnyKernelWhereItWins) {
   for (int64_t M : {1, 2, 7, 8}) {
-    for (auto [N, K] : {std::pair<int64_t, int64_t>{4096, 14336}, {8192, 28672}, {2112, 7168}, {4096, 7168}, {1280, 8192}})
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{4096, 14336}, {8192, 28672}, {2112, 7168}, {4096, 7168}, {1280, 8192},
+                        {8192, 8192}})
       EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 3) << M << "x" << N << "x" << K;
-    for (auto [N, K] : {std::pair<int64_t, int64_t>{6144, 4096}, {28672, 4096}, {57344, 8192}, {24576, 1536}, {32768, 512}, {7168, 2048}})
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{6144, 4096}, {28672, 4096}, {57344, 8192}, {24576, 1536}, {32768, 512},
+                        {7168, 2048}, {7168, 16384}, {4096, 32768}})
       EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 1) << M << "x" << N << "x" << K;
   }
   for (int64_t M : {9, 16}) {
     EXPECT_EQ(blockwise_choose_config(M, 4096, 7168, 132), 3);
-    EXPECT_EQ(blockwise_choose_config(M, 8192, 28672, 132), 3);
+    EXPECT_EQ(blockwise_choose_config(M, 4096, 14336, 132), 3);
+    EXPECT_EQ(blockwise_choose_config(M, 8192, 28672, 132), 1);
+    EXPECT_EQ(blockwise_choose_config(M, 8192, 8192, 132), 1);
     EXPECT_EQ(blockwise_choose_config(M, 2112, 7168, 132), 1);
     EXPECT_EQ(blockwise_choose_config(M, 1280, 8192, 132), 1);
   }
   for (int64_t M : {17, 32}) {
-    EXPECT_EQ(blockwise_choose_config(M, 4096, 14336, 132), 3);
-    EXPECT_EQ(blockwise_choose_config(M, 8192, 28672, 132), 1);
+    EXPECT_EQ(blockwise_choose_config(M, 4096, 14336, 132), 1);
     EXPECT_EQ(blockwise_choose_config(M, 4096, 7168, 132), 1);
+    EXPECT_EQ(blockwise_choose_config(M, 256, 7168, 132), 3) << "tiny: two N tiles";
   }
 }
 
