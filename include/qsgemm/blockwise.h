@@ -33,8 +33,11 @@ namespace qsgemm {
 // (16-byte output rows; N % 4 == 0 suffices for fp32 output).
 struct BlockwiseOptions {
   // -1: the heuristic chooses; otherwise an index into the blockwise config table. A forced index
-  // must support the scale granularities (the 64-row tile cannot serve x_scale kBlock128x128):
-  // otherwise kInvalidArgument.
+  // must support the scale granularities (the 64-row tile cannot serve x_scale kBlock128x128) and
+  // the problem (the split-K decode kernel, "skinny_m32_splitk", serves M <= 32): otherwise
+  // kInvalidArgument. Every configuration gives the same result up to float32 rounding: the
+  // CUTLASS tiles promote the FP8 partial sums every 128 of K, the skinny kernel sums each group
+  // exactly in float32.
   int config = -1;
 };
 
