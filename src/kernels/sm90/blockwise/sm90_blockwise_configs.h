@@ -53,9 +53,10 @@ struct BlockwiseConfig {
 //      quantizes badly onto the SMs. Not for x_scale kBlock128x128.
 //   2: 128x128 with a 1x2 cluster: the X tile is multicast to the two CTAs of a cluster (half the
 //      L2->SM traffic of X) for large M x N.
-//   3: decode sizes (M <= 32): W as the MMA's A operand in 16-row warp tiles, tokens as n8 tiles,
-//      K split over warps and over a cluster of up to 8 CTAs (reduced through distributed shared
-//      memory, no workspace). tile_m is the largest M it serves, tile_n the rows of W per warp.
+//   3: decode sizes (M <= 32): W as the MMA's A operand in m16 tiles (1 or 2 per warp), tokens as
+//      n8 tiles, K split over warps and over a cluster of up to 8 CTAs (reduced through distributed
+//      shared memory, no workspace). tile_m is the largest M it serves, tile_n the rows of one MMA
+//      tile of W. Not CUTLASS; see sm90_blockwise_skinny.cu and SkinnyShape below.
 inline constexpr BlockwiseConfig kBlockwiseConfigs[] = {
     {128, 128, 128, 1, 1, BlockwiseSchedule::kCooperative},
     {64, 128, 128, 1, 1, BlockwiseSchedule::kPingpong},
