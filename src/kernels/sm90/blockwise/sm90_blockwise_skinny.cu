@@ -300,6 +300,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32) blockwise_skinny(const SkinnyP
     }
   }
   cp_async_wait<0>();
+  // The partial tile below overwrites the start of this warp's ring, which other lanes of the warp
+  // copied into and read from: every lane must be past its last read and its last copy first.
+  __syncwarp();
 
   // ---- reduction: warps of the CTA, then CTAs of the cluster ---------------------------------------
   // Each warp parks its partial tile at the start of its own ring (no other warp touches it).
