@@ -42,7 +42,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <mutex>
 #include <string>
 
 #include "cute/tensor.hpp"
@@ -54,6 +53,7 @@
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
+#include "per_device_once.h"
 #include "validate.h"
 
 namespace qsgemm::kernels::sm90_blockwise {
@@ -215,16 +215,17 @@ struct BlockwiseGemm {
     if (workspace != 0)
       detail::fail(fn, Status::kInternal, "",
                    detail::cat("config ", name, " needs a ", workspace, "-byte workspace; blockwise_linear allocates none"));
-    // The dynamic shared-memory limit is a per-kernel attribute: raise it once, not per call
-    // (GemmUniversalAdapter::initialize would set it on every call).
-    static std::once_flag once;
-    static cudaError_t attr = cudaSuccess;
-    std::call_once(once, [] {
-      constexpr int smem = static_cast<int>(Kernel::SharedStorageSize);
-      if (smem >= (48 << 10))
-        attr = cudaFuncSetAttribute(cutlass::device_kernel<Kernel>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    });
-    detail::check_cuda(attr, fn, "cudaFuncSetAttribute(max dynamic shared memory)");
+    // The dynamic shared-memory limit is a per-kernel, per-device attribute: raise it once per
+    // device, not per call (GemmUniversalAdapter::initialize would set it on every call).
+    static detail::PerDeviceOnce once;
+    detail::check_cuda(once.run(a.device,
+                                [] {
+                                  constexpr int smem = static_cast<int>(Kernel::SharedStorageSize);
+                                  if (smem < (48 << 10)) return cudaSuccess;
+                                  return cudaFuncSetAttribute(cutlass::device_kernel<Kernel>,
+                                                              cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+                                }),
+                       fn, "cudaFuncSetAttribute(max dynamic shared memory)");
     typename Kernel::Params params = Kernel::to_underlying_arguments(args, nullptr);
     st = Gemm::run(params, stream);
     detail::check_launch(fn, name.c_str());

@@ -35,9 +35,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <mutex>
 
 #include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
+#include "per_device_once.h"
 #include "validate.h"
 
 namespace qsgemm::kernels {
@@ -345,18 +345,17 @@ __global__ void __launch_bounds__(kMaxWarps * 32) blockwise_skinny(const SkinnyP
 }
 
 template <int T, class OutT>
-void launch(const SkinnyParams& p, int row_ctas, int C, cudaStream_t stream) {
-  // The dynamic shared-memory limit is a per-kernel attribute: raise it once.
-  static std::once_flag once;
-  static cudaError_t attr_status = cudaSuccess;
-  std::call_once(once, [] {
-    attr_status = cudaFuncSetAttribute(blockwise_skinny<T, OutT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       kSmemBytes<T>);
-    // Without a preference the driver may pick a carveout that holds fewer CTAs than
-    // Tiling<T>::kCtasPerSm (measured: 2.5x slower); the ring is the kernel's only big resource.
-    if (attr_status == cudaSuccess)
-      attr_status = cudaFuncSetAttribute(blockwise_skinny<T, OutT>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                         static_cast<int>(cudaSharedmemCarveoutMaxShared));
+void launch(const SkinnyParams& p, int row_ctas, int C, int device, cudaStream_t stream) {
+  // Kernel attributes are per device: set them once per device.
+  static detail::PerDeviceOnce once;
+  const cudaError_t attr_status = once.run(device, [] {
+    const cudaError_t e = cudaFuncSetAttribute(blockwise_skinny<T, OutT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               kSmemBytes<T>);
+    if (e != cudaSuccess) return e;
+    // The ring is the kernel's only large resource: ask for the largest shared-memory carveout so
+    // that Tiling<T>::kCtasPerSm CTAs fit on an SM.
+    return cudaFuncSetAttribute(blockwise_skinny<T, OutT>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                static_cast<int>(cudaSharedmemCarveoutMaxShared));
   });
   detail::check_cuda(attr_status, "blockwise_linear", "cudaFuncSetAttribute(skinny kernel shared memory)");
   cudaLaunchConfig_t cfg = {};
@@ -377,11 +376,11 @@ void launch(const SkinnyParams& p, int row_ctas, int C, cudaStream_t stream) {
 }
 
 template <class OutT>
-void launch_for_tokens(const SkinnyParams& p, int T, int row_ctas, int C, cudaStream_t stream) {
+void launch_for_tokens(const SkinnyParams& p, int T, int row_ctas, int C, int device, cudaStream_t stream) {
   switch (T) {
-    case 1: return launch<1, OutT>(p, row_ctas, C, stream);
-    case 2: return launch<2, OutT>(p, row_ctas, C, stream);
-    default: return launch<4, OutT>(p, row_ctas, C, stream);
+    case 1: return launch<1, OutT>(p, row_ctas, C, device, stream);
+    case 2: return launch<2, OutT>(p, row_ctas, C, device, stream);
+    default: return launch<4, OutT>(p, row_ctas, C, device, stream);
   }
 }
 
@@ -442,9 +441,9 @@ void run_blockwise_skinny(const BlockwiseGemmArgs& a, cudaStream_t stream) {
   p.ldy = a.ldy;
   p.KW = s.KW;
   switch (a.y_dtype) {
-    case DType::kBF16: launch_for_tokens<__nv_bfloat16>(p, s.T, s.row_ctas, s.C, stream); break;
-    case DType::kF16: launch_for_tokens<__half>(p, s.T, s.row_ctas, s.C, stream); break;
-    case DType::kF32: launch_for_tokens<float>(p, s.T, s.row_ctas, s.C, stream); break;
+    case DType::kBF16: launch_for_tokens<__nv_bfloat16>(p, s.T, s.row_ctas, s.C, a.device, stream); break;
+    case DType::kF16: launch_for_tokens<__half>(p, s.T, s.row_ctas, s.C, a.device, stream); break;
+    case DType::kF32: launch_for_tokens<float>(p, s.T, s.row_ctas, s.C, a.device, stream); break;
     default:
       detail::fail("blockwise_linear", Status::kInternal, "y", detail::cat("no kernel for output dtype ", dtype_name(a.y_dtype)));
   }

@@ -9,7 +9,6 @@
 // the broadcasts take a run-time stride flag, so one kernel serves both (no extra instantiation).
 #pragma once
 
-#include <mutex>
 
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
@@ -20,6 +19,7 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/numeric_types.h"
 #include "kernels/sm90/sparse24/sparse24_launch.h"
+#include "per_device_once.h"
 #include "validate.h"
 
 namespace qsgemm::kernels {
@@ -112,16 +112,17 @@ struct Sm90Sparse24Gemm {
     if (Gemm::get_workspace_size(args) != 0)
       detail::fail(fn, Status::kInternal, "", "the sparse kernel asked for a workspace; qsgemm configures none");
 
-    // The dynamic shared-memory limit is a per-kernel attribute: raise it once, not per call.
-    static std::once_flag once;
-    static cudaError_t attr = cudaSuccess;
-    std::call_once(once, [] {
-      constexpr int smem = static_cast<int>(GemmKernel::SharedStorageSize);
-      if (smem >= (48 << 10))
-        attr = cudaFuncSetAttribute(cutlass::device_kernel<GemmKernel>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    smem);
-    });
-    detail::check_cuda(attr, fn, "cudaFuncSetAttribute(max dynamic shared memory)");
+    // The dynamic shared-memory limit is a per-kernel, per-device attribute: raise it once per
+    // device, not per call.
+    static detail::PerDeviceOnce once;
+    detail::check_cuda(once.run(detail::current_device(),
+                                [] {
+                                  constexpr int smem = static_cast<int>(GemmKernel::SharedStorageSize);
+                                  if (smem < (48 << 10)) return cudaSuccess;
+                                  return cudaFuncSetAttribute(cutlass::device_kernel<GemmKernel>,
+                                                              cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+                                }),
+                       fn, "cudaFuncSetAttribute(max dynamic shared memory)");
 
     typename GemmKernel::Params params = GemmKernel::to_underlying_arguments(args, nullptr);
     const cutlass::Status st = Gemm::run(params, stream);
