@@ -37,6 +37,7 @@
 #include <cstdint>
 
 #include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
+#include "kernels/sm90/quant/fp8_common.cuh"  // to_float
 #include "per_device_once.h"
 #include "validate.h"
 
@@ -119,15 +120,6 @@ template <>
 __device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 template <>
 __device__ __forceinline__ __half to_out<__half>(float v) { return __float2half_rn(v); }
-
-template <class OutT>
-__device__ __forceinline__ float out_to_float(OutT v);
-template <>
-__device__ __forceinline__ float out_to_float<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ float out_to_float<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <>
-__device__ __forceinline__ float out_to_float<__half>(__half v) { return __half2float(v); }
 
 // Scales of one group for one thread: rows (mt, half) and tokens (t, 0/1).
 template <int T>
@@ -336,7 +328,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) blockwise_skinny(const SkinnyP
       }
       if (p.gx == kGrRow) v = v * __ldg(p.sx + tok) * __ldg(p.sw + row);
       if (p.bias_f32) v += __ldg(p.bias_f32 + row);
-      if (p.bias_out) v += out_to_float<OutT>(static_cast<const OutT*>(p.bias_out)[row]);
+      if (p.bias_out) v += to_float<OutT>(static_cast<const OutT*>(p.bias_out)[row]);
       static_cast<OutT*>(p.y)[static_cast<int64_t>(tok) * p.ldy + row] = to_out<OutT>(v);
     }
   }

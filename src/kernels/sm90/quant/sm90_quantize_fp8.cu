@@ -20,6 +20,7 @@
 
 #include "kernels/sm90/quant/fp8_common.cuh"
 #include "kernels/sm90/quant/quant_launch.h"
+#include "qsgemm/device.h"
 #include "validate.h"
 
 namespace qsgemm::kernels {
@@ -429,13 +430,10 @@ __global__ void __launch_bounds__(kThreads, kBlocks64<T>) quantize_blocks(const 
   }
 }
 
-// SMs of the current device: the one-wave grids are sized for it.
+// SMs of the current device (cached by device_info): the one-wave grids are sized for it.
 int sm_count() {
-  int device = 0, n = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || n <= 0)
-    return 132;  // the error, if any, is reported by check_launch after the launch
-  return n;
+  const int n = device_info(-1).sm_count;
+  return n > 0 ? n : 132;  // an error, if any, is reported by check_launch after the launch
 }
 
 // How many workers to launch for `items` equal items when `resident` workers fit on the GPU at once:
