@@ -21,6 +21,7 @@ struct BenchOptions {
   bool quick = false;       // a few points only (smoke test): 2 layers x 3 Ms, no extra families
   bool all_combos = false;  // blockwise: also 1d1d, 2d1d, 2d2d (no baseline for those)
   bool graph = false;       // time launches under ~50 µs as CUDA-graph replays
+  bool dirty_flush = false; // flush L2 with a memset (dirty lines) instead of a read (TimeOptions::dirty_flush)
   bool check = true;        // rel_err vs the float64 CPU reference on sampled rows/columns
   int reps = 50;            // timed runs per measurement at most (fewer for long runs)
   double budget_ms = 200;   // stop adding timed runs to one measurement past this much GPU time

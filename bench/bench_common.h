@@ -63,6 +63,9 @@ class DeviceBuffer {
 void fill_bf16(void* p, size_t n, uint32_t seed, float amp, cudaStream_t stream);  // uniform (-amp, amp)
 void fill_e4m3(void* p, size_t n, uint32_t seed, cudaStream_t stream);             // |v| in [0.125, 7.5]
 void fill_f32(float* p, size_t n, uint32_t seed, float lo, float hi, cudaStream_t stream);  // (lo, hi)
+// Reads bytes/16 16-byte words of p (a multiple of 16 bytes) and writes *sink at most once: an L2
+// flush that leaves only clean lines behind.
+void l2_read_flush(const void* p, size_t bytes, uint32_t* sink, cudaStream_t stream);
 
 // ---- timing --------------------------------------------------------------------------------------------
 struct TimeOptions {
@@ -70,7 +73,12 @@ struct TimeOptions {
   int reps = 50;             // timed runs at most
   int min_reps = 5;          // ... and at least
   double budget_ms = 200;    // fewer runs when reps x (estimated run time) would exceed this
-  bool flush_l2 = true;      // 512 MiB memset before every timed run (outside the timed region)
+  bool flush_l2 = true;      // flush L2 before every timed run (outside the timed region), see dirty_flush
+  // How: false (default) reads a 512 MiB buffer, so the timed run starts with a cold L2 of clean
+  // lines, as a layer's GEMM does in a model (the previous kernels read weights and wrote small
+  // activations). true memsets it instead (the method of shared/tools): the timed run then also
+  // writes back up to the whole L2 of dirty lines, several µs charged to every kernel.
+  bool dirty_flush = false;
   bool graph = false;        // capture fn in a CUDA graph and time replays, if the run is short
   double graph_below_us = 50;
 };
@@ -89,11 +97,12 @@ class Timer {
 
  private:
   // Enqueues `runs` (flush, start event, fn, stop event) groups, waits once, returns the median µs.
-  double time_direct(const std::function<void(cudaStream_t)>& fn, int runs, bool flush);
+  double time_direct(const std::function<void(cudaStream_t)>& fn, int runs, bool flush, bool dirty_flush);
   void ensure_events(size_t pairs);
 
   cudaStream_t stream_;
   DeviceBuffer flush_;
+  DeviceBuffer sink_;  // l2_read_flush's output word
   unsigned flush_value_ = 0;
   double last_run_us_ = 0;  // the last run of the last time_direct()
   std::vector<cudaEvent_t> start_, stop_;

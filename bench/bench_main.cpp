@@ -35,6 +35,8 @@ const char kUsage[] =
     "  --quick          a smoke test: 2 layers x M in {16, 256, 4096}\n"
     "  --all-combos     blockwise: also the 1d1d, 2d1d and 2d2d families (no baseline for those)\n"
     "  --graph          time runs shorter than 50 us as CUDA-graph replays\n"
+    "  --dirty-flush    flush L2 with a 512 MiB memset (shared/tools' method; the timed run then also\n"
+    "                   writes back the dirty lines) instead of a 512 MiB read (cold, clean L2)\n"
     "  --no-check       skip rel_err (float64 CPU reference on sampled outputs)\n"
     "  --reps N         timed runs per measurement at most (default 50)\n"
     "  --budget-ms T    fewer runs when N runs would take more than T ms of GPU time (default 200)\n"
@@ -106,6 +108,8 @@ int bench_main(int argc, char** argv) {
         opt.all_combos = true;
       } else if (arg == "--graph") {
         opt.graph = true;
+      } else if (arg == "--dirty-flush") {
+        opt.dirty_flush = true;
       } else if (arg == "--no-check") {
         opt.check = false;
       } else if (arg == "--reps") {

@@ -65,6 +65,18 @@ __global__ void fill_f32_kernel(float* p, uint64_t n, uint32_t seed, float lo, f
   }
 }
 
+// Reads `n` 16-byte words and folds them into one word, written only if it equals a value no real
+// fill produces: the loads cannot be elided, and the flush leaves L2 holding clean lines only.
+__global__ void l2_read_flush_kernel(const uint4* p, uint64_t n, uint32_t* sink) {
+  uint32_t acc = 0;
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+    const uint4 v = __ldcg(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9E3779B9u) *sink = acc;
+}
+
 #include "bench_common.h"
 
 namespace qsgemm::bench {
@@ -81,6 +93,12 @@ void fill_bf16(void* p, size_t n, uint32_t seed, float amp, cudaStream_t stream)
 void fill_e4m3(void* p, size_t n, uint32_t seed, cudaStream_t stream) {
   if (n == 0) return;
   fill_e4m3_kernel<<<fill_blocks(n), 256, 0, stream>>>(static_cast<uint8_t*>(p), n, seed);
+  QSB_CHECK_CUDA(cudaGetLastError());
+}
+void l2_read_flush(const void* p, size_t bytes, uint32_t* sink, cudaStream_t stream) {
+  const uint64_t n = bytes / 16;
+  if (n == 0) return;
+  l2_read_flush_kernel<<<fill_blocks(n), 256, 0, stream>>>(static_cast<const uint4*>(p), n, sink);
   QSB_CHECK_CUDA(cudaGetLastError());
 }
 void fill_f32(float* p, size_t n, uint32_t seed, float lo, float hi, cudaStream_t stream) {
