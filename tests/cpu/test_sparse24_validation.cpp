@@ -174,6 +174,34 @@ TEST(Sparse24Config, TableAndHeuristic) {
   EXPECT_EQ(sparse24_config(sparse24_choose_config(4096, 8192, 8192, 132, true)).tile_n, 256);
 }
 
+// Narrow layers (few weight rows) step down to a smaller tile until the grid has at least half as
+// many tiles as SMs (src/sparse24_heuristic.h); the picks below are the measured winners on the H200
+// (bench/results/h200/tune_sparse24.jsonl).
+TEST(Sparse24Heuristic, NarrowLayersStepDownToFillTheGpu) {
+  auto pick = [](int64_t m, int64_t n, int64_t k, bool fast = false) {
+    const Sparse24Config c = sparse24_config(sparse24_choose_config(m, n, k, 132, fast));
+    return std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n);
+  };
+  EXPECT_EQ(pick(256, 1280, 8192), "64x64");    // 128x128: 10 tiles; 64x64: 80
+  EXPECT_EQ(pick(128, 1280, 8192), "64x32");
+  EXPECT_EQ(pick(256, 4096, 4096), "64x128");
+  EXPECT_EQ(pick(128, 4096, 14336), "64x64");
+  EXPECT_EQ(pick(512, 4096, 4096, true), "128x128");  // not 128x256 (32 tiles)
+  EXPECT_EQ(pick(256, 8192, 8192), "128x128");         // wide layers keep the token-count choice
+  EXPECT_EQ(pick(4096, 57344, 8192, true), "128x256");
+  // The property, over a grid: the chosen tile covers the problem in >= sms/2 tiles, or it is the
+  // narrowest tile; fast accumulation is kept or not as asked.
+  for (int sms : {66, 114, 132})
+    for (int64_t m : {1, 33, 64, 100, 128, 200, 256, 512, 1024, 4096, 9000})
+      for (int64_t n : {64, 1280, 4096, 8192, 57344})
+        for (bool fast : {false, true}) {
+          const Sparse24Config c = sparse24_config(sparse24_choose_config(m, n, 4096, sms, fast));
+          const int64_t tiles = ((n + c.tile_m - 1) / c.tile_m) * ((m + c.tile_n - 1) / c.tile_n);
+          EXPECT_TRUE(2 * tiles >= sms || (c.tile_m == 64 && c.tile_n == 32)) << m << " " << n << " " << sms;
+          EXPECT_EQ(c.fast_accum, fast);
+        }
+}
+
 TEST(QuantValidation, Rules) {
   const MatrixView x(addr(0x10000), DType::kBF16, 4, 256);
   const MatrixView q(addr(0x20000), DType::kE4M3, 4, 256);

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Sweeps `qsgemm tune` over the benchmark layers and token counts; one JSON line per configuration
+# goes to OUT_DIR/tune_<family>.jsonl (the data behind the heuristics). Runs on the GPU machine.
+#   usage: scripts/tune_sweep.sh OUT_DIR [BIN_DIR=.carry]
+#   env:   SPARSE_MS / BLOCKWISE_MS  token counts (comma lists); empty skips that family
+set -uo pipefail
+out="${1:?usage: tune_sweep.sh OUT_DIR [BIN_DIR]}"
+bin="${2:-.carry}"
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$bin:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+sparse_layers="6144x4096 4096x4096 28672x4096 4096x14336 10240x8192 8192x8192 57344x8192 8192x28672 1280x8192 8192x1024 7168x8192 8192x3584"
+blockwise_layers="6144x4096 4096x4096 28672x4096 4096x14336 10240x8192 8192x8192 57344x8192 8192x28672 2112x7168 24576x1536 32768x512 7168x16384 4096x7168 7168x2048"
+IFS=',' read -ra sms <<< "${SPARSE_MS-64,128,256,512,1024,2048}"
+for m in "${sms[@]}"; do for l in $sparse_layers; do
+  timeout 60 "$bin/qsgemm" tune sparse24 --m "$m" --n "${l%x*}" --k "${l#*x}" --json "$out/tune_sparse24.jsonl" > /dev/null 2>&1 || echo "tune sparse24 M=$m $l failed"
+done; done
+IFS=',' read -ra bms <<< "${BLOCKWISE_MS-1,8,16,32,64,128,256,512,1024,2048}"
+for m in "${bms[@]}"; do for l in $blockwise_layers; do
+  timeout 60 "$bin/qsgemm" tune blockwise --m "$m" --n "${l%x*}" --k "${l#*x}" --json "$out/tune_blockwise.jsonl" > /dev/null 2>&1 || echo "tune blockwise M=$m $l failed"
+done; done
+wc -l "$out"/*.jsonl
