@@ -343,8 +343,11 @@ TEST(BlockwiseHeuristic, SkinnyShape) {
 TEST(BlockwiseHeuristic, MediumAndLargeM) {
   // 2 x 56 = 112 tiles of 128 rows: one wave; 64-row tiles would need two.
   EXPECT_EQ(blockwise_choose_config(256, 7168, 7168, 132), 0);
-  // Many waves, an even number of N tiles: the 1x2 cluster.
+  // Many waves, an even number of N tiles: the 1x2 cluster, past M = 2048 (measured; below it the
+  // 1x1 tile was as fast or faster).
   EXPECT_EQ(blockwise_choose_config(4096, 7168, 7168, 132), 2);
+  EXPECT_EQ(blockwise_choose_config(2048, 7168, 7168, 132), 0);
+  EXPECT_EQ(blockwise_choose_config(1024, 57344, 8192, 132), 0);
   EXPECT_EQ(blockwise_choose_config(16384, 2048, 7168, 132), 2);
   // An odd number of N tiles would leave half-empty clusters.
   EXPECT_EQ(blockwise_choose_config(4096, 7296, 7168, 132), 0);
