@@ -6,8 +6,9 @@
 #   env:   STEPS       comma list of info,tests,sanitizer,tune,bench (default: all)
 #          SHARDS      GPU test shards run in parallel (default 4; the CPU reference dominates)
 #          SAN_FILTER  gtest filter for the sanitizer run (default: every GPU test)
-#          BENCH       sparse24 | blockwise | all (default all), BENCH_ARGS extra options for both,
-#          BW_ARGS     extra options for the blockwise bench only, e.g. --all-combos (the 1d1d, 2d1d,
+#          BENCH       sparse24 | blockwise | all (default all), BENCH_ARGS options for both (default
+#                      --graph, as the committed results),
+#          BW_ARGS     options for the blockwise bench only (default --all-combos: the 1d1d, 2d1d,
 #                      2d2d families too: about 2.5x the blockwise bench's ~100 s)
 #          TUNE        "M,N,K;M,N,K;..." shapes for `qsgemm tune sparse24`
 # Binaries are built on the CPU machine (scripts/build.sh) and staged with scripts/stage_device.sh.
@@ -72,8 +73,8 @@ if has bench; then
   for b in sparse24 blockwise; do
     case "${BENCH:-all}" in all|"$b") ;; *) continue;; esac
     start=$(date +%s)
-    extra="${BENCH_ARGS:-}"
-    [ "$b" = blockwise ] && extra="$extra ${BW_ARGS:-}"
+    extra="${BENCH_ARGS---graph}"
+    [ "$b" = blockwise ] && extra="$extra ${BW_ARGS---all-combos}"
     # shellcheck disable=SC2086
     timeout "${BENCH_TIMEOUT:-300}" "$bin/qsgemm" bench "$b" --out "$out" $extra > "$out/bench_$b.txt" 2>&1
     note "bench $b: rc=$? ($(( $(date +%s) - start )) s)"

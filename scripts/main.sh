@@ -16,7 +16,7 @@ if build/qsgemm info | grep -q "kernels: supported"; then
   fi
   dev=$(build/qsgemm info | sed -n 's/^device [0-9]*: NVIDIA //p' | tr 'A-Z ' 'a-z_')
   QSGEMM_GIT_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown) \
-    build/qsgemm bench all --out "${out:-bench/results/${dev:-gpu}}"
+    build/qsgemm bench all --graph --all-combos --out "${out:-bench/results/${dev:-gpu}}"
 else
   build/qsgemm verify
   echo "main: no sm_90 GPU here: ran the CPU reference self-check only. qsgemm's kernels need sm_90a (H100/H200);"
