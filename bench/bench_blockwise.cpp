@@ -126,14 +126,8 @@ struct LayerScales {
     }
   }
   // Bytes of scales the kernel must read for `m` tokens.
-  int64_t x_bytes(ScaleGranularity g, int64_t m) const {
-    const int64_t G = blocks(K);
-    return 4 * (g == ScaleGranularity::kGroup1x128 ? G * m : g == ScaleGranularity::kBlock128x128 ? blocks(m) * G : m);
-  }
-  int64_t w_bytes(ScaleGranularity g) const {
-    const int64_t G = blocks(K);
-    return 4 * (g == ScaleGranularity::kGroup1x128 ? N * G : g == ScaleGranularity::kBlock128x128 ? blocks(N) * G : N);
-  }
+  int64_t x_bytes(ScaleGranularity g, int64_t m) const { return 4 * blockwise_scale_floats(g, m, K); }
+  int64_t w_bytes(ScaleGranularity g) const { return 4 * blockwise_scale_floats(g, N, K); }
   // Scale of (token m, k-group g) / (channel n, k-group g) as the kernel applies it.
   double x_at(ScaleGranularity g, int64_t m, int64_t m_count, int64_t kg) const {
     switch (g) {

@@ -20,6 +20,9 @@
 #include <utility>
 #include <vector>
 
+#include "qsgemm/formats.h"
+#include "qsgemm/quant.h"
+
 namespace qsgemm::bench {
 
 // ---- errors ----------------------------------------------------------------------------------------
@@ -63,6 +66,14 @@ class DeviceBuffer {
 void fill_bf16(void* p, size_t n, uint32_t seed, float amp, cudaStream_t stream);  // uniform (-amp, amp)
 void fill_e4m3(void* p, size_t n, uint32_t seed, cudaStream_t stream);             // |v| in [0.125, 7.5]
 void fill_f32(float* p, size_t n, uint32_t seed, float lo, float hi, cudaStream_t stream);  // (lo, hi)
+// Floats of one operand's blockwise scales (include/qsgemm/blockwise.h): `rows` rows (M or N) over
+// K under granularity g, with a leading dimension equal to the row count for 1x128 groups.
+inline int64_t blockwise_scale_floats(ScaleGranularity g, int64_t rows, int64_t K) {
+  const int64_t kb = ceil_div(K, kScaleGroupK);
+  if (g == ScaleGranularity::kGroup1x128) return rows * kb;
+  if (g == ScaleGranularity::kBlock128x128) return ceil_div(rows, kScaleGroupK) * kb;
+  return rows;  // kPerRow
+}
 // Reads bytes/16 16-byte words of p (a multiple of 16 bytes) and writes *sink at most once: an L2
 // flush that leaves only clean lines behind.
 void l2_read_flush(const void* p, size_t bytes, uint32_t* sink, cudaStream_t stream);

@@ -39,9 +39,9 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
   // (1280x8192: 16.5 vs 23.8 us, 2112x7168: 17.6 vs 21.7, 8192x28672: 73.9 vs 94.4), at M <= 16
   // only for 22..33 N tiles (4096x14336: 31.1 vs 37.8; 2112x7168 and 8192x8192 lose there), and
   // nowhere at M = 17..32. Rows 16 KB apart (K a multiple of 16384) measured 1.5-2.7x slower with
-  // it (7168x16384: 78.8 vs 52.1 us at M = 1): every CTA starts on the same columns of rows whose
-  // addresses differ by a multiple of 16 KB, which we suspect concentrates the traffic on a few
-  // DRAM channels; those shapes stay on the 64-row tile until the K start is staggered per CTA.
+  // it (7168x16384: 78.8 vs 52.1 us at M = 1), so those shapes stay on the 64-row tile. The cause
+  // is not known: staggering each CTA's K start (power-of-two row pitch) measured no better
+  // (docs/performance.md).
   // Tiny problems (one or two N tiles, i.e. one or two CUTLASS CTAs) always take the skinny
   // kernel: it splits K over a cluster and sums each group exactly in float32 (the wgmma FP8
   // accumulation reaches 2.2e-4 relative error on 8-element fp32 outputs at K = 128).

@@ -28,17 +28,6 @@ bool parse_granularity(const std::string& s, ScaleGranularity* g) {
   return false;
 }
 
-// Number of floats of one operand's scales: rows x K under granularity g (activations M-major).
-int64_t scale_count(ScaleGranularity g, int64_t rows, int64_t K) {
-  const int64_t kb = ceil_div(K, kScaleGroupK);
-  switch (g) {
-    case ScaleGranularity::kGroup1x128: return rows * kb;
-    case ScaleGranularity::kBlock128x128: return ceil_div(rows, kScaleGroupK) * kb;
-    case ScaleGranularity::kPerRow: return rows;
-    default: return 1;
-  }
-}
-
 // Times run(config, stream) for every configuration of a table (L2 flushed, median, graph replays),
 // prints one line each (and one JSON line to jf when given) and the winner next to the heuristic's
 // pick. Returns the process exit code: 0 when at least one configuration ran.
@@ -88,7 +77,7 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   }
   cudaStream_t stream;
   cudaStreamCreate(&stream);
-  const int64_t nsx = scale_count(gx, M, K), nsw = scale_count(gw, N, K);
+  const int64_t nsx = blockwise_scale_floats(gx, M, K), nsw = blockwise_scale_floats(gw, N, K);
   DeviceBuffer x(static_cast<size_t>(M * K)), w(static_cast<size_t>(N * K)), sx(static_cast<size_t>(4 * nsx)),
       sw(static_cast<size_t>(4 * nsw)), y(static_cast<size_t>(2 * M * N));
   fill_e4m3(x.get(), static_cast<size_t>(M * K), 1, stream);
