@@ -3,6 +3,7 @@
 // so that bad input is reported the same way on a machine without one.
 #include "qsgemm/blockwise.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -33,23 +34,20 @@ bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
   const int64_t sms = sm_count > 0 ? sm_count : 132;
   const int64_t n_tiles = ceil_div(N, 128);
-  // Decode sizes where the 64-row tile leaves SMs idle (one CTA per 128 rows of W, on at most half
-  // the SMs) over a long K: the split-K skinny kernel streams W from every SM. Measured on the H200
-  // (bench/results/h200/tune_blockwise.txt and blockwise.json): it wins at M <= 8 for K >= 7168
-  // (1280x8192: 16.5 vs 23.8 us, 2112x7168: 17.6 vs 21.7, 8192x28672: 73.9 vs 94.4), at M <= 16
-  // only for 22..33 N tiles (4096x14336: 31.1 vs 37.8; 2112x7168 and 8192x8192 lose there), and
-  // nowhere at M = 17..32. Rows 16 KB apart (K a multiple of 16384) measured 1.5-2.7x slower with
-  // it (7168x16384: 78.8 vs 52.1 us at M = 1), so those shapes stay on the 64-row tile. The cause
-  // is not known: staggering each CTA's K start (power-of-two row pitch) measured no better
-  // (docs/performance.md).
+  // Decode sizes: the split-K skinny kernel streams W from every SM, where the 64-row tile has one
+  // CTA per 128 rows of W (32 CTAs for N = 4096). Measured on the H200 over the 14 benchmark layers
+  // (docs/performance.md, bench/results/h200/tune_skinny.jsonl): at M <= 8 it wins on every layer
+  // with K >= 1536 (4096x4096: 11.6 against 15.4 us; 57344x8192: 122 against 142; within 3 % where
+  // it loses), and loses at K = 512 (32768x512: 13.6 against 11.4, four K groups). At M = 9..16 its
+  // token tile does twice the MMA work per byte of W, and it wins only where the 64-row tile leaves
+  // three quarters of the SMs idle (N <= 4224: 4096x14336, 26.8 against 36.4 us); at M = 17..32
+  // (four n8 token tiles) the 64-row tile wins everywhere but on 2112x7168 (within 5 %).
   // Tiny problems (one or two N tiles, i.e. one or two CUTLASS CTAs) always take the skinny
   // kernel: it splits K over a cluster and sums each group exactly in float32 (the wgmma FP8
   // accumulation reaches 2.2e-4 relative error on 8-element fp32 outputs at K = 128).
   if (M <= kSkinnyMaxM && n_tiles <= 2) return kSkinnyConfig;
-  if (M <= kSkinnyMaxM && K >= 7168 && K % 16384 != 0 && n_tiles <= sms / 2) {
-    if (M <= 8) return kSkinnyConfig;
-    if (M <= 16 && n_tiles >= sms / 6 && n_tiles <= sms / 4) return kSkinnyConfig;
-  }
+  if (M <= 8 && K >= 1536) return kSkinnyConfig;
+  if (M <= 16 && K >= 4096 && n_tiles <= sms / 4) return kSkinnyConfig;
   const int64_t waves_128 = ceil_div(ceil_div(M, 128) * n_tiles, sms);
   const int64_t waves_64 = ceil_div(ceil_div(M, 64) * n_tiles, sms);
   // Time per SM in units of one 64-row tile: a 128-row tile is two; a 64-row tile also reloads its
@@ -173,6 +171,21 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
     detail::fail(fn, Status::kInvalidArgument, "options.config",
                  detail::cat("config ", options.config, " (", kernels::kBlockwiseConfigs[options.config].name(),
                              ") serves M <= ", kernels::kSkinnyMaxM, "; got M=", M));
+  const int sc = options.skinny_cluster;
+  if (sc != 0) {
+    if (sc != 1 && sc != 2 && sc != 4 && sc != 8)
+      detail::fail(fn, Status::kInvalidArgument, "options.skinny_cluster",
+                   detail::cat("skinny_cluster=", sc, " must be 0 (chosen by the library), 1, 2, 4 or 8"));
+    if (options.config != kernels::kSkinnyConfig)
+      detail::fail(fn, Status::kInvalidArgument, "options.skinny_cluster",
+                   detail::cat("skinny_cluster=", sc, " applies to the skinny configuration only: set options.config=",
+                               kernels::kSkinnyConfig, " (got config ", options.config, ")"));
+    const int64_t warps = std::min<int64_t>(kernels::kSkinnyMaxWarps, k_groups);  // K splits per CTA
+    if (sc * warps > k_groups)
+      detail::fail(fn, Status::kInvalidArgument, "options.skinny_cluster",
+                   detail::cat("skinny_cluster=", sc, " x ", warps, " warps leaves a warp without a 128-wide K group: K=",
+                               K, " has ", k_groups));
+  }
 
   if (M == 0) return;
   detail::check_ptr(fn, "x_scale", x_scale.data, 4);
@@ -204,6 +217,7 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   a.ldy = y.ld;
   a.device = dev.device;
   a.sm_count = dev.sm_count;
+  a.skinny_cluster = options.skinny_cluster;
   const int config = options.config >= 0 ? options.config : blockwise_choose_config(M, N, K, gx, gw, dev.sm_count);
   kernels::run_blockwise_gemm(a, config, stream);
 }

@@ -30,7 +30,8 @@ bool parse_granularity(const std::string& s, ScaleGranularity* g) {
 
 // Times run(config, stream) for every configuration of a table (L2 flushed, median, graph replays),
 // prints one line each (and one JSON line to jf when given) and the winner next to the heuristic's
-// pick. Returns the process exit code: 0 when at least one configuration ran.
+// pick (chosen = -1: the pick is not among them). Returns the process exit code: 0 when at least
+// one configuration ran.
 int sweep(const char* family, int64_t M, int64_t N, int64_t K, int count, int chosen,
           const std::function<std::string(int)>& name, const std::function<void(int, cudaStream_t)>& run,
           bench::Timer& timer, FILE* jf) {
@@ -58,7 +59,7 @@ int sweep(const char* family, int64_t M, int64_t N, int64_t K, int count, int ch
     }
   }
   std::printf("winner: [%d] %s %.1f us (heuristic [%d]: %s)\n", best_i, best_i >= 0 ? name(best_i).c_str() : "-", best,
-              chosen, name(chosen).c_str());
+              chosen, chosen >= 0 ? name(chosen).c_str() : "-");
   return best_i >= 0 ? 0 : 1;
 }
 
@@ -91,11 +92,25 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   std::string json;
   arg_value(argc, argv, "--json", &json);
   FILE* jf = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
+  // --skinny-clusters: the skinny configuration with each cluster size instead of the table.
+  const bool clusters = has_flag(argc, argv, "--skinny-clusters");
+  static const int kClusters[] = {1, 2, 4, 8};
+  int skinny = -1;
+  for (int i = 0; i < blockwise_num_configs(); ++i)
+    if (blockwise_config_name(i).rfind("skinny", 0) == 0) skinny = i;
+  if (clusters && skinny < 0) {
+    std::fprintf(stderr, "qsgemm tune: the blockwise table has no skinny configuration\n");
+    return 2;
+  }
   const int rc = sweep(
-      "blockwise", M, N, K, blockwise_num_configs(), chosen, [](int i) { return blockwise_config_name(i); },
+      "blockwise", M, N, K, clusters ? 4 : blockwise_num_configs(), clusters ? -1 : chosen,
+      [&](int i) {
+        return clusters ? blockwise_config_name(skinny) + "_c" + std::to_string(kClusters[i]) : blockwise_config_name(i);
+      },
       [&](int i, cudaStream_t st) {
         BlockwiseOptions opt;
-        opt.config = i;
+        opt.config = clusters ? skinny : i;
+        if (clusters) opt.skinny_cluster = kClusters[i];
         blockwise_linear(MatrixView(x.get(), DType::kE4M3, M, K), ScaleView{sx.as<float>(), gx, M},
                          MatrixView(w.get(), DType::kE4M3, N, K), ScaleView{sw.as<float>(), gw, 0}, {},
                          MatrixView(y.get(), DType::kBF16, M, N), opt, st);
@@ -113,11 +128,12 @@ int run_tune(int argc, char** argv) {
     std::printf(
         "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE]\n"
         "       qsgemm tune blockwise --m M --n N --k K [--json FILE] [--gx group_1x128|block_128x128|per_row]\n"
-        "                             [--gw block_128x128|group_1x128|per_row]\n\n"
+        "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n\n"
         "Times every sparse24 kernel configuration on Y[M,N] = X[M,K]·W[N,K]ᵀ (bf16 output, per-token and\n"
         "per-channel scales; L2 flushed, median time) and prints each with the winner and the heuristic's\n"
         "pick. --json appends one JSON line per configuration to FILE. 'tune blockwise' does the same for the\n"
-        "blockwise table with the given scale granularities (default 1x128 activations, 128x128 weights).\n");
+        "blockwise table with the given scale granularities (default 1x128 activations, 128x128 weights);\n"
+        "--skinny-clusters times the skinny decode kernel with K split over clusters of 1, 2, 4 and 8 CTAs.\n");
     return argc < 1 ? 2 : 0;
   }
   const std::string family = argv[0];

@@ -39,6 +39,11 @@ struct BlockwiseOptions {
   // CUTLASS tiles promote the FP8 partial sums every 128 of K, the skinny kernel sums each group
   // exactly in float32.
   int config = -1;
+  // The skinny configuration splits K over a thread-block cluster of this many CTAs: 0 lets the
+  // library choose (the default); 1, 2, 4 or 8 forces it, for tuning (`qsgemm tune blockwise
+  // --skinny-clusters`). A nonzero value requires config == the skinny index and at least one
+  // 128-wide K group per warp (C x min(4, ceil(K/128)) <= ceil(K/128)); otherwise kInvalidArgument.
+  int skinny_cluster = 0;
 };
 
 // ---- configurations (one table, src/kernels/sm90/blockwise/sm90_blockwise_configs.h) -----------

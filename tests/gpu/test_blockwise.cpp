@@ -70,13 +70,14 @@ struct Case {
   DType out = DType::kBF16;
   BiasKind bias = BiasKind::kNone;
   int config = -1;
+  int skinny_cluster = 0;  // BlockwiseOptions::skinny_cluster (config 3 only)
   int64_t pad_x = 0, pad_w = 0, pad_y = 0, pad_sx = 0;  // extra leading-dimension elements
 
   std::string str() const {
     return "M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) + " x_scale=" +
            granularity_name(gx) + " w_scale=" + granularity_name(gw) + " out=" + dtype_name(out) +
            " bias=" + (bias == BiasKind::kNone ? "none" : bias == BiasKind::kF32 ? "fp32" : "out") +
-           " config=" + std::to_string(config) + " pads=" + std::to_string(pad_x) + "/" + std::to_string(pad_w) +
+           " config=" + std::to_string(config) + " cluster=" + std::to_string(skinny_cluster) + " pads=" + std::to_string(pad_x) + "/" + std::to_string(pad_w) +
            "/" + std::to_string(pad_y) + "/" + std::to_string(pad_sx);
   }
 };
@@ -186,6 +187,7 @@ void run_case(const Case& c, std::mt19937& rng, cudaStream_t stream) {
   const VectorView bias = c.bias == BiasKind::kNone ? VectorView{} : VectorView(d_bias.get(), bias_dtype, N);
   BlockwiseOptions opt;
   opt.config = c.config;
+  opt.skinny_cluster = c.skinny_cluster;
   try {
     blockwise_linear(x, x_scale, w, w_scale, bias, y, opt, stream);
   } catch (const Error& e) {
@@ -448,7 +450,8 @@ TEST_F(BlockwiseGpu, MZeroIsNoOp) {
 namespace {
 
 // The skinny (split-K, M <= 32) kernel: every M it serves, N on and off its 16-row warp tiles and
-// 16·R-row CTAs, K from below one group to 28672 (cluster sizes 1..8), every scale pair and dtype.
+// 16·R-row CTAs, K from below one group to 28672 (chosen cluster sizes 1, 2 and 8), every scale pair
+// and dtype.
 TEST_F(BlockwiseGpu, SkinnyEveryM) {
   std::mt19937 rng(901);
   const int64_t Ns[] = {8, 16, 24, 72, 136, 1032};
@@ -469,6 +472,30 @@ TEST_F(BlockwiseGpu, SkinnyEveryM) {
       c.pad_x = (i % 4 == 1) ? 32 : 0;
       c.pad_sx = (i % 5 == 2) ? 3 : 0;
       c.pad_y = (i % 7 == 3) ? 8 : 0;
+      ++i;
+      run_case(c, rng, stream_);
+      if (HasFatalFailure()) return;
+    }
+}
+
+// Every cluster size the skinny kernel can be forced to (BlockwiseOptions::skinny_cluster), with a
+// K long enough for each (224 groups), each token tile (T = 1, 2, 4) and a partial last CTA of rows.
+TEST_F(BlockwiseGpu, SkinnyEveryClusterSize) {
+  std::mt19937 rng(1001);
+  size_t i = 0;
+  for (int cluster : {1, 2, 4, 8})
+    for (int64_t M : {1, 13, 32}) {
+      const auto& [gx, gw] = kPairs[i % kPairs.size()];
+      Case c;
+      c.M = M;
+      c.N = i % 2 ? 1032 : 136;
+      c.K = 28672 - 16 * static_cast<int64_t>(i % 3);  // a partial last group on two of three
+      c.gx = gx;
+      c.gw = gw;
+      c.out = i % 2 ? DType::kF32 : DType::kBF16;
+      c.bias = BiasKind::kF32;
+      c.config = 3;
+      c.skinny_cluster = cluster;
       ++i;
       run_case(c, rng, stream_);
       if (HasFatalFailure()) return;

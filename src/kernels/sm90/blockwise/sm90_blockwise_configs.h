@@ -73,10 +73,12 @@ static_assert(kBlockwiseConfigs[kSkinnyConfig].schedule == BlockwiseSchedule::kS
 // How the skinny kernel covers a problem: T token tiles of 8 (M <= 8T); CTAs of KW warps (each a
 // K split) over 16·R rows of W (R m16 tiles per warp); row_ctas CTAs along N; clusters of C CTAs
 // along K (reduced through distributed shared memory).
+inline constexpr int kSkinnyMaxWarps = 4;  // warps per CTA, each a K split (KW = min(4, ceil(K/128)))
 struct SkinnyShape {
   int T = 1, R = 1, KW = 1, row_ctas = 1, C = 1;
 };
-SkinnyShape skinny_shape(int M, int N, int K, int sm_count);
+// cluster > 0 forces C (the caller checks C x KW <= ceil(K/128)); 0 chooses it.
+SkinnyShape skinny_shape(int M, int N, int K, int sm_count, int cluster = 0);
 
 // Whether configuration `config` is instantiated for the scale granularities (gx, gw) — a valid
 // pair of include/qsgemm/blockwise.h. A 128-row scale block must cover whole tiles along M.
@@ -99,6 +101,7 @@ struct BlockwiseGemmArgs {
   const void* bias_out = nullptr;   // [N] bias in the output dtype, or null (at most one of the two is set)
   void* y = nullptr;  DType y_dtype = DType::kBF16;  int64_t ldy = 0;
   int device = 0, sm_count = 0;
+  int skinny_cluster = 0;  // the skinny kernel's cluster size; 0: skinny_shape chooses
 };
 
 // Runs configuration `config` (which must support a.gx, a.gw). Throws qsgemm::Error when CUTLASS

@@ -47,8 +47,9 @@ namespace {
 namespace cg = cooperative_groups;
 
 constexpr int kGroup = 128;     // K group of the scales
-constexpr int kMaxWarps = 4;    // warps per CTA (all split K); small CTAs fill the last wave finely
+constexpr int kMaxWarps = kSkinnyMaxWarps;  // warps per CTA (all split K); small CTAs fill the last wave finely
 constexpr int kMaxCluster = 8;  // portable cluster size
+constexpr int kMinGroupsPerWarp = 6;  // K groups a warp keeps at least when K is split over a cluster
 
 // Per token-tile count T: m16 tiles per warp (MT), ring stages (S) and the CTAs an SM holds (the
 // ring is the limit). X's bytes per group are T/(2·MT) of W's; a stage holds 16·(4·MT + 2·T) bytes
@@ -382,7 +383,7 @@ int granularity_code(ScaleGranularity g) {
 
 }  // namespace
 
-SkinnyShape skinny_shape(int M, int N, int K, int sm_count) {
+SkinnyShape skinny_shape(int M, int N, int K, int sm_count, int cluster) {
   SkinnyShape s;
   s.T = M <= 8 ? 1 : M <= 16 ? 2 : 4;
   const int mt = s.T == 1 ? Tiling<1>::MT : s.T == 2 ? Tiling<2>::MT : Tiling<4>::MT;
@@ -391,20 +392,17 @@ SkinnyShape skinny_shape(int M, int N, int K, int sm_count) {
   s.R = mt;  // m16 tiles per warp
   s.KW = std::max(1, std::min(kMaxWarps, kb));
   s.row_ctas = (N + 16 * mt - 1) / (16 * mt);
-  // Cluster size: the time of the slowest SM is (waves) x (groups per warp); pick the C that
-  // minimizes it, charging each extra CTA of a cluster 5% of a group for its share of the
-  // reduction. C·KW <= kb: every warp gets at least one group.
+  // Cluster size: split K over a cluster only to put CTAs on SMs that would otherwise hold none,
+  // never into a second wave, and only while every warp keeps at least 6 K groups. A CTA has a
+  // fixed cost (filling its copy ring, the reduction, the cluster barriers) worth several groups:
+  // a cost model of waves x groups per warp that ignored it chose clusters of 4-8 with 2 groups a
+  // warp and ran 1.5-5.8x slower than C = 1 (l3-70b.gate_up at M = 32: 1301 against 226 us).
+  // Measured on the H200 over the 14 benchmark layers x M = 1, 8, 16, 32 with C = 1, 2, 4, 8
+  // (docs/performance.md): this rule picks the fastest C or one within 3 % everywhere.
   const int64_t slots = static_cast<int64_t>(sm_count > 0 ? sm_count : 132) * per_sm;
-  double best = 0.0;
-  for (int c = 1; c <= kMaxCluster && c * s.KW <= kb; ++c) {
-    const int64_t waves = (static_cast<int64_t>(s.row_ctas) * c + slots - 1) / slots;
-    const int64_t groups = (kb + c * s.KW - 1) / (c * s.KW);
-    const double cost = static_cast<double>(waves * groups) + 0.05 * (c - 1);
-    if (c == 1 || cost < best) {
-      best = cost;
-      s.C = c;
-    }
-  }
+  for (int c = 2; c <= kMaxCluster; c *= 2)
+    if (static_cast<int64_t>(s.row_ctas) * c <= slots && kb >= kMinGroupsPerWarp * kMaxWarps * c) s.C = c;
+  if (cluster > 0) s.C = cluster;
   return s;
 }
 
@@ -412,7 +410,7 @@ void run_blockwise_skinny(const BlockwiseGemmArgs& a, cudaStream_t stream) {
   if (a.M > kSkinnyMaxM)
     detail::fail("blockwise_linear", Status::kInvalidArgument, "options.config",
                  detail::cat("the skinny configuration serves M <= ", kSkinnyMaxM, "; got M=", a.M));
-  const SkinnyShape s = skinny_shape(a.M, a.N, a.K, a.sm_count);
+  const SkinnyShape s = skinny_shape(a.M, a.N, a.K, a.sm_count, a.skinny_cluster);
   SkinnyParams p;
   p.M = a.M;
   p.N = a.N;
