@@ -2,7 +2,9 @@
 # Sweeps `qsgemm tune` over the benchmark layers and token counts; one JSON line per configuration
 # goes to OUT_DIR/tune_<family>.jsonl (the data behind the heuristics). Runs on the GPU machine.
 #   usage: scripts/tune_sweep.sh OUT_DIR [BIN_DIR=.carry]
-#   env:   SPARSE_MS / BLOCKWISE_MS  token counts (comma lists); empty skips that family
+#   env:   SPARSE_MS / BLOCKWISE_MS / SKINNY_MS  token counts (comma lists); empty skips that sweep
+#          (SKINNY_MS: the table and the skinny decode kernel with each cluster size, side by side in
+#          tune_skinny.jsonl)
 set -uo pipefail
 out="${1:?usage: tune_sweep.sh OUT_DIR [BIN_DIR]}"
 bin="${2:-.carry}"
@@ -17,5 +19,10 @@ done; done
 IFS=',' read -ra bms <<< "${BLOCKWISE_MS-1,8,16,32,64,128,256,512,1024,2048}"
 for m in "${bms[@]}"; do for l in $blockwise_layers; do
   timeout 60 "$bin/qsgemm" tune blockwise --m "$m" --n "${l%x*}" --k "${l#*x}" --json "$out/tune_blockwise.jsonl" > /dev/null 2>&1 || echo "tune blockwise M=$m $l failed"
+done; done
+IFS=',' read -ra kms <<< "${SKINNY_MS-1,8,16,32}"
+for m in "${kms[@]}"; do for l in $blockwise_layers; do
+  timeout 60 "$bin/qsgemm" tune blockwise --m "$m" --n "${l%x*}" --k "${l#*x}" --json "$out/tune_skinny.jsonl" > /dev/null 2>&1 || echo "tune blockwise M=$m $l failed"
+  timeout 60 "$bin/qsgemm" tune blockwise --m "$m" --n "${l%x*}" --k "${l#*x}" --skinny-clusters --json "$out/tune_skinny.jsonl" > /dev/null 2>&1 || echo "tune blockwise --skinny-clusters M=$m $l failed"
 done; done
 wc -l "$out"/*.jsonl
