@@ -54,11 +54,11 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
   // W tile for every 64 rows, which we charge 20%. Small M (decode) and shapes whose 128-row tiles
   // leave SMs idle in the last wave go to the 64-row tile.
   if (1.2 * static_cast<double>(waves_64) < 2.0 * static_cast<double>(waves_128)) return 1;
-  // Many full waves: share each X tile between two CTAs (1x2 cluster, TMA multicast); an even
-  // number of N tiles leaves no half-empty cluster. Up to M = 2048 the 1x1 tile measured 0-14%
-  // faster on every benchmark layer (scripts/tune_sweep.sh, L2 flushed by a read;
-  // bench/results/h200/tune_blockwise.jsonl), so the cluster is kept for larger M only.
-  if (M > 2048 && waves_128 >= 2 && n_tiles % 2 == 0) return 2;
+  // The 1x2 cluster (configuration 2, TMA multicast of the X tile) is left to explicit choice: the
+  // 1x1 tile measured 0-14 % faster up to M = 2048 (scripts/tune_sweep.sh,
+  // bench/results/h200/tune_blockwise.jsonl) and, with blockwise_tile_order's order, faster on 6
+  // of 8 layer x M points at M = 4096..16384 and at most 2.4 % slower on the other two
+  // (bench/results/h200/tune_tile_order.txt).
   return 0;
 }
 
@@ -219,6 +219,9 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   a.sm_count = dev.sm_count;
   a.skinny_cluster = options.skinny_cluster;
   const int config = options.config >= 0 ? options.config : blockwise_choose_config(M, N, K, gx, gw, dev.sm_count);
+  const kernels::BlockwiseTileOrder order = kernels::blockwise_tile_order(M);
+  a.swizzle = order.swizzle;
+  a.raster = order.raster;
   kernels::run_blockwise_gemm(a, config, stream);
 }
 

@@ -9,6 +9,7 @@
 #include "qsgemm/error.h"
 #include "qsgemm/quant.h"
 #include "qsgemm/sparse24.h"
+#include "sparse24_heuristic.h"
 #include "validation_test_util.h"
 
 namespace {
@@ -200,6 +201,19 @@ TEST(Sparse24Heuristic, NarrowLayersStepDownToFillTheGpu) {
           EXPECT_TRUE(2 * tiles >= sms || (c.tile_m == 64 && c.tile_n == 32)) << m << " " << n << " " << sms;
           EXPECT_EQ(c.fast_accum, fast);
         }
+}
+
+// CUTLASS's tile order: swizzled bands along the weight rows from 4096 tokens (measured), CUTLASS's
+// default below (swizzling 256-1024 tokens measured up to 3x slower).
+TEST(Sparse24Heuristic, TileOrder) {
+  for (int64_t m : {1, 256, 1024, 4095}) {
+    EXPECT_EQ(kernels::sparse24_tile_order(m).swizzle, 1) << m;
+    EXPECT_EQ(kernels::sparse24_tile_order(m).raster, 0) << m;
+  }
+  for (int64_t m : {4096, 16384, 1 << 20}) {
+    EXPECT_EQ(kernels::sparse24_tile_order(m).swizzle, 4) << m;
+    EXPECT_EQ(kernels::sparse24_tile_order(m).raster, 1) << m;
+  }
 }
 
 TEST(QuantValidation, Rules) {

@@ -102,7 +102,26 @@ struct BlockwiseGemmArgs {
   void* y = nullptr;  DType y_dtype = DType::kBF16;  int64_t ldy = 0;
   int device = 0, sm_count = 0;
   int skinny_cluster = 0;  // the skinny kernel's cluster size; 0: skinny_shape chooses
+  // CUTLASS's persistent tile scheduler: output tiles per swizzle band (1, 2, 4, 8) and raster order
+  // (0: CUTLASS's heuristic, 1: along CUTLASS's M, 2: along its N). Chosen by the host code.
+  int swizzle = 1, raster = 0;
 };
+
+// CUTLASS's persistent tile scheduler order for the CUTLASS configurations (BlockwiseGemmArgs::
+// swizzle / raster; the skinny kernel ignores it). From M = 2048: bands of 4 tiles rastered along M
+// (the tokens); measured on the H200 against CUTLASS's default (no swizzle, its raster heuristic)
+// on the 128x128 tile: 0-3 % faster at M = 4096, 8 % at 8192 (8192x8192), 1-18 % at 16384; at 2048
+// within 0.4 % but one 9 % gain (57344x8192); at 256-1024 up to 2 % slower, hence the threshold
+// (bench/results/h200/tune_tile_order.txt).
+struct BlockwiseTileOrder {
+  int swizzle = 1, raster = 0;  // raster: 0 CUTLASS's heuristic, 1 along M, 2 along N
+};
+inline BlockwiseTileOrder blockwise_tile_order(int64_t M) { return M >= 2048 ? BlockwiseTileOrder{4, 1} : BlockwiseTileOrder{}; }
+
+// The device address of a float that holds 1.0 on `device` (sm90_blockwise_unit_scale.cu): the
+// scale every tile of the per-row family's mainloop reads. Looked up once per device; throws
+// qsgemm::Error if the lookup fails.
+const float* blockwise_unit_scale(int device);
 
 // Runs configuration `config` (which must support a.gx, a.gw). Throws qsgemm::Error when CUTLASS
 // refuses the problem (can_implement, naming its status), would need a workspace, or the launch fails.

@@ -14,10 +14,15 @@
 //    the float32 accumulators as acc += sx·sw·tile (CUTLASS's GmmaFP8Accumulation): the scale is
 //    applied per group of 128 exactly like the reference, and no FP8 partial sum spans more than
 //    128 of K.
-//  * Per-row x per-row scales (per-token x per-channel): the plain FP8 mainloop
-//    MainloopSm90TmaGmmaWarpSpecializedFP8 (the non-FastAccum schedules) with
-//    mma_promotion_interval = 4 (promotion every 4 k32 MMAs = 128 of K); the scales are applied in
-//    the epilogue as a column broadcast (sx[m]) and a row broadcast (sw[n]).
+//  * Per-row x per-row scales (per-token x per-channel): the same blockwise mainloop with one scale
+//    per tile that is always 1 (a device constant read with all strides 0), so every 128 of K is
+//    promoted exactly as above and the multiply by 1 is exact; the real scales are applied in the
+//    epilogue as a column broadcast (sx[m]) and a row broadcast (sw[n]). The plain FP8 mainloop
+//    (MainloopSm90TmaGmmaWarpSpecializedFP8 with mma_promotion_interval = 4) computes the same sums
+//    but measured slower on the H200 (M = 128-4096, five layers: 3 % geomean on the 128x128 tile,
+//    9 % on the 64-row ping-pong tile; bench/results/h200/tune_perrow_mainloop.txt); per-channel
+//    scales inside the blockwise mainloop (granularity 1 along N) cost a multiply per accumulator
+//    per promotion and measured slower still.
 //
 // Scale layouts. The mainloop describes a scale tensor as the CuTe layout
 //   ((granularity_mn, rest_mn), (128, k_groups), L)  with strides ((0, s_mn), (0, s_k), s_l)
@@ -60,8 +65,8 @@ namespace qsgemm::kernels::sm90_blockwise {
 
 using namespace cute;
 
-// Template value of the scale granularity along M (x) or N (w) that selects the plain FP8 mainloop
-// with per-row scales in the epilogue instead of the blockwise mainloop.
+// Template value of the scale granularity along M (x) or N (w) that selects per-row scales in the
+// epilogue (the mainloop then runs with unit scales, one per tile: blockwise_unit_scale).
 inline constexpr int kPerRowScales = 0;
 
 // See the header comment: ((granularity, rest), (128, k_groups), L) with dynamic strides.
@@ -91,12 +96,8 @@ struct BlockwiseGemm {
   using TileShape = Shape<Int<kCfg.tile_m>, Int<kCfg.tile_n>, Int<kCfg.tile_k>>;
   using ClusterShape = Shape<Int<kCfg.cluster_m>, Int<kCfg.cluster_n>, _1>;
 
-  using MainloopSchedule = cute::conditional_t<
-      kPerRow,
-      cute::conditional_t<kCooperative, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
-                          cutlass::gemm::KernelTmaWarpSpecializedPingpong>,
-      cute::conditional_t<kCooperative, cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8BlockScaledAccum,
-                          cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8BlockScaledAccum>>;
+  using MainloopSchedule = cute::conditional_t<kCooperative, cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8BlockScaledAccum,
+                                               cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8BlockScaledAccum>;
   using EpilogueSchedule = cute::conditional_t<kCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
                                                cutlass::epilogue::TmaWarpSpecialized>;
 
@@ -130,10 +131,11 @@ struct BlockwiseGemm {
       ElementD, cutlass::layout::RowMajor, kAlignmentD, EpilogueSchedule, Fusion>::CollectiveOp;
 
   // ---- mainloop ------------------------------------------------------------------------------------
-  using LayoutSFA = ScaleLayout<kPerRow ? 1 : kGranM>;
-  using LayoutSFB = ScaleLayout<kPerRow ? 1 : kGranN>;
-  using GmemLayoutA = cute::conditional_t<kPerRow, cutlass::layout::RowMajor, cute::tuple<cutlass::layout::RowMajor, LayoutSFA>>;
-  using GmemLayoutB = cute::conditional_t<kPerRow, cutlass::layout::ColumnMajor, cute::tuple<cutlass::layout::ColumnMajor, LayoutSFB>>;
+  // Per-row: one (unit) mainloop scale per tile.
+  using LayoutSFA = ScaleLayout<kPerRow ? kCfg.tile_m : kGranM>;
+  using LayoutSFB = ScaleLayout<kPerRow ? kCfg.tile_n : kGranN>;
+  using GmemLayoutA = cute::tuple<cutlass::layout::RowMajor, LayoutSFA>;
+  using GmemLayoutB = cute::tuple<cutlass::layout::ColumnMajor, LayoutSFB>;
 
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, GmemLayoutA, kAlignmentAB, ElementB, GmemLayoutB,
@@ -170,7 +172,9 @@ struct BlockwiseGemm {
     typename Fusion::Arguments fusion{};
     const auto* bias_out = static_cast<const ElementD*>(a.bias_out);
     if constexpr (kPerRow) {
-      mainloop = {ptr_a, dA, ptr_b, dB, /*mma_promotion_interval=*/4u};
+      const float* one = blockwise_unit_scale(a.device);  // every scale of the mainloop reads this 1.0f
+      mainloop = {ptr_a, dA, ptr_b, dB, one, scale_layout<LayoutSFA>(M, kb, 0, 0), one,
+                  scale_layout<LayoutSFB>(N, kb, 0, 0)};
       fusion = {
           {                                               // (acc · sx) · sw + bias_f32
               {{}, {a.x_scale, 1.0f, {}}, {}},            //   acc · sx[m]
@@ -195,11 +199,14 @@ struct BlockwiseGemm {
     cutlass::KernelHardwareInfo hw;
     hw.device_id = a.device;
     hw.sm_count = a.sm_count;  // > 0: CUTLASS does not query the device on every call
-    return typename Gemm::Arguments{cutlass::gemm::GemmUniversalMode::kGemm,
-                                    {M, N, K, 1},
-                                    mainloop,
-                                    {fusion, nullptr, {}, static_cast<ElementD*>(a.y), dD},
-                                    hw};
+    typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
+                                  {M, N, K, 1},
+                                  mainloop,
+                                  {fusion, nullptr, {}, static_cast<ElementD*>(a.y), dD},
+                                  hw};
+    args.scheduler.max_swizzle_size = a.swizzle;
+    args.scheduler.raster_order = static_cast<cutlass::gemm::kernel::detail::RasterOrderOptions>(a.raster);
+    return args;
   }
 
   static void run(const BlockwiseGemmArgs& a, cudaStream_t stream) {

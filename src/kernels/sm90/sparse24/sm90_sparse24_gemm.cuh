@@ -103,6 +103,8 @@ struct Sm90Sparse24Gemm {
     args.epilogue.dC = args.epilogue.dD;
     args.hw_info.device_id = 0;
     args.hw_info.sm_count = a.sm_count;
+    args.scheduler.max_swizzle_size = a.swizzle;
+    args.scheduler.raster_order = static_cast<cutlass::gemm::kernel::detail::RasterOrderOptions>(a.raster);
 
     const cutlass::Status can = Gemm::can_implement(args);
     if (can != cutlass::Status::kSuccess)
