@@ -168,7 +168,7 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   a.sm_count = dev.sm_count;
   const int config =
       options.config >= 0 ? options.config : sparse24_choose_config(x.rows, w.N, w.K, dev.sm_count, options.fast_accum);
-  const kernels::TileOrder order = kernels::sparse24_tile_order(x.rows);
+  const kernels::TileOrder order = kernels::sparse24_tile_order(x.rows, w.N);
   a.swizzle = order.swizzle;
   a.raster = order.raster;
   kernels::run_sparse24_gemm(a, config, stream);

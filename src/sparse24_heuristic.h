@@ -53,10 +53,14 @@ inline int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm
 // CUTLASS's default (no swizzle, its raster heuristic) on the 128x128 cooperative tile: 3-6 % faster
 // at 4096 tokens, 9 % at 8192 (4096x14336), 4-26 % at 16384 (l3-70b.gate_up: 11.05 against
 // 14.86 ms). Below 4096 the default: at 2048 it was -2..+6 %, and at 256-1024 tokens the swizzled
-// order ran up to 3x slower (bench/results/h200/tune_tile_order.txt).
+// order ran up to 3x slower (bench/results/h200/tune_tile_order.txt). Not for narrow weights either:
+// on the 1280-row tensor-parallel shard (10 row tiles) the benchmark measured it 7-25 % slower at
+// 4096-16384 tokens (bench/results/h200/sparse24.json at a953f87 against 7b32013).
 struct TileOrder {
   int swizzle = 1, raster = 0;  // raster: 0 CUTLASS's heuristic, 1 along M, 2 along N
 };
-inline TileOrder sparse24_tile_order(int64_t M_tokens) { return M_tokens >= 4096 ? TileOrder{4, 1} : TileOrder{}; }
+inline TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out) {
+  return M_tokens >= 4096 && N_out >= 2048 ? TileOrder{4, 1} : TileOrder{};
+}
 
 }  // namespace qsgemm::kernels
