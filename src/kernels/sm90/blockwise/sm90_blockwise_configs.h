@@ -112,11 +112,15 @@ struct BlockwiseGemmArgs {
 // (the tokens); measured on the H200 against CUTLASS's default (no swizzle, its raster heuristic)
 // on the 128x128 tile: 0-3 % faster at M = 4096, 8 % at 8192 (8192x8192), 1-18 % at 16384; at 2048
 // within 0.4 % but one 9 % gain (57344x8192); at 256-1024 up to 2 % slower, hence the threshold
-// (bench/results/h200/tune_tile_order.txt).
+// (bench/results/h200/tune_tile_order.txt). Not for narrow weights: on 2112x7168 (17 tiles along N)
+// the benchmark measured it 7-30 % slower at M = 2048-16384 (bench/results/h200/blockwise.json at
+// 0a72af7 against 7b32013), so it needs N >= 4096.
 struct BlockwiseTileOrder {
   int swizzle = 1, raster = 0;  // raster: 0 CUTLASS's heuristic, 1 along M, 2 along N
 };
-inline BlockwiseTileOrder blockwise_tile_order(int64_t M) { return M >= 2048 ? BlockwiseTileOrder{4, 1} : BlockwiseTileOrder{}; }
+inline BlockwiseTileOrder blockwise_tile_order(int64_t M, int64_t N) {
+  return M >= 2048 && N >= 4096 ? BlockwiseTileOrder{4, 1} : BlockwiseTileOrder{};
+}
 
 // The device address of a float that holds 1.0 on `device` (sm90_blockwise_unit_scale.cu): the
 // scale every tile of the per-row family's mainloop reads. Looked up once per device; throws
