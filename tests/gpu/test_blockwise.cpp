@@ -77,8 +77,9 @@ struct Case {
     return "M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) + " x_scale=" +
            granularity_name(gx) + " w_scale=" + granularity_name(gw) + " out=" + dtype_name(out) +
            " bias=" + (bias == BiasKind::kNone ? "none" : bias == BiasKind::kF32 ? "fp32" : "out") +
-           " config=" + std::to_string(config) + " cluster=" + std::to_string(skinny_cluster) + " pads=" + std::to_string(pad_x) + "/" + std::to_string(pad_w) +
-           "/" + std::to_string(pad_y) + "/" + std::to_string(pad_sx);
+           " config=" + std::to_string(config) + " cluster=" + std::to_string(skinny_cluster) +
+           " pads=" + std::to_string(pad_x) + "/" + std::to_string(pad_w) + "/" + std::to_string(pad_y) + "/" +
+           std::to_string(pad_sx);
   }
 };
 

@@ -396,9 +396,9 @@ SkinnyShape skinny_shape(int M, int N, int K, int sm_count, int cluster) {
   // never into a second wave, and only while every warp keeps at least 6 K groups. A CTA has a
   // fixed cost (filling its copy ring, the reduction, the cluster barriers) worth several groups:
   // a cost model of waves x groups per warp that ignored it chose clusters of 4-8 with 2 groups a
-  // warp and ran 1.5-5.8x slower than C = 1 (l3-70b.gate_up at M = 32: 1301 against 226 us).
+  // warp and ran up to 5.8x slower than C = 1 (l3-70b.gate_up at M = 32: 1301 against 226 us).
   // Measured on the H200 over the 14 benchmark layers x M = 1, 8, 16, 32 with C = 1, 2, 4, 8
-  // (docs/performance.md): this rule picks the fastest C or one within 3 % everywhere.
+  // (bench/results/h200/tune_skinny.jsonl): this rule picks the fastest C or one within 2.3 %.
   const int64_t slots = static_cast<int64_t>(sm_count > 0 ? sm_count : 132) * per_sm;
   for (int c = 2; c <= kMaxCluster; c *= 2)
     if (static_cast<int64_t>(s.row_ctas) * c <= slots && kb >= kMinGroupsPerWarp * kMaxWarps * c) s.C = c;
