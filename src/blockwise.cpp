@@ -219,7 +219,7 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   a.sm_count = dev.sm_count;
   a.skinny_cluster = options.skinny_cluster;
   const int config = options.config >= 0 ? options.config : blockwise_choose_config(M, N, K, gx, gw, dev.sm_count);
-  const kernels::BlockwiseTileOrder order = kernels::blockwise_tile_order(M, N);
+  const kernels::TileOrder order = kernels::blockwise_tile_order(M, N);
   a.swizzle = order.swizzle;
   a.raster = order.raster;
   kernels::run_blockwise_gemm(a, config, stream);

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "tile_order.h"
+
 namespace qsgemm::kernels {
 
 // Tokens (the kernel's N) decide the tile first. At decode sizes the kernel streams the weight once
@@ -56,9 +58,6 @@ inline int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm
 // order ran up to 3x slower (bench/results/h200/tune_tile_order.txt). Not for narrow weights either:
 // on the 1280-row tensor-parallel shard (10 row tiles) the benchmark measured it 7-25 % slower at
 // 4096-16384 tokens (bench/results/h200/sparse24.json at a953f87 against 7b32013).
-struct TileOrder {
-  int swizzle = 1, raster = 0;  // raster: 0 CUTLASS's heuristic, 1 along M, 2 along N
-};
 inline TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out) {
   return M_tokens >= 4096 && N_out >= 2048 ? TileOrder{4, 1} : TileOrder{};
 }

@@ -22,6 +22,7 @@
 
 #include "qsgemm/quant.h"
 #include "qsgemm/tensor.h"
+#include "tile_order.h"
 
 namespace qsgemm::kernels {
 
@@ -102,9 +103,7 @@ struct BlockwiseGemmArgs {
   void* y = nullptr;  DType y_dtype = DType::kBF16;  int64_t ldy = 0;
   int device = 0, sm_count = 0;
   int skinny_cluster = 0;  // the skinny kernel's cluster size; 0: skinny_shape chooses
-  // CUTLASS's persistent tile scheduler: output tiles per swizzle band (1, 2, 4, 8) and raster order
-  // (0: CUTLASS's heuristic, 1: along CUTLASS's M, 2: along its N). Chosen by the host code.
-  int swizzle = 1, raster = 0;
+  int swizzle = 1, raster = 0;  // CUTLASS's tile order (tile_order.h); the skinny kernel ignores it
 };
 
 // CUTLASS's persistent tile scheduler order for the CUTLASS configurations (BlockwiseGemmArgs::
@@ -115,11 +114,8 @@ struct BlockwiseGemmArgs {
 // (bench/results/h200/tune_tile_order.txt). Not for narrow weights: on 2112x7168 (17 tiles along N)
 // the benchmark measured it 7-30 % slower at M = 2048-16384 (bench/results/h200/blockwise.json at
 // 0a72af7 against 7b32013), so it needs N >= 4096.
-struct BlockwiseTileOrder {
-  int swizzle = 1, raster = 0;  // raster: 0 CUTLASS's heuristic, 1 along M, 2 along N
-};
-inline BlockwiseTileOrder blockwise_tile_order(int64_t M, int64_t N) {
-  return M >= 2048 && N >= 4096 ? BlockwiseTileOrder{4, 1} : BlockwiseTileOrder{};
+inline TileOrder blockwise_tile_order(int64_t M, int64_t N) {
+  return M >= 2048 && N >= 4096 ? TileOrder{4, 1} : TileOrder{};
 }
 
 // The device address of a float that holds 1.0 on `device` (sm90_blockwise_unit_scale.cu): the

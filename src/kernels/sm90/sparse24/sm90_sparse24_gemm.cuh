@@ -9,7 +9,6 @@
 // the broadcasts take a run-time stride flag, so one kernel serves both (no extra instantiation).
 #pragma once
 
-
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
 #include "cutlass/epilogue/collective/collective_builder.hpp"

@@ -21,9 +21,7 @@ struct Sparse24GemmArgs {
   const void* bias = nullptr;      DType bias_dtype = DType::kF32;  // null: no bias
   void* y = nullptr;  DType y_dtype = DType::kBF16;  int64_t ldy = 0;
   int sm_count = 0;
-  // CUTLASS's persistent tile scheduler: output tiles per swizzle band (1, 2, 4, 8) and raster order
-  // (0: CUTLASS's heuristic, 1: along CUTLASS's M, 2: along its N). Chosen by the host code.
-  int swizzle = 1, raster = 0;
+  int swizzle = 1, raster = 0;  // CUTLASS's tile order (tile_order.h)
 };
 
 // Runs configuration `config` (an index of QSGEMM_SPARSE24_CONFIGS). Throws qsgemm::Error when
