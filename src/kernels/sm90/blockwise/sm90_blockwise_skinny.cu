@@ -96,11 +96,18 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
-// Two e4m3 (the low and high byte of v) to an f16x2 (low half = low byte). Exact: e4m3 is a subset of fp16.
-__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t v) {
-  uint32_t r;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(static_cast<uint16_t>(v)));
-  return r;
+// Four e4m3 (the bytes of w) to two f16x2: lo from bytes 0-1, hi from bytes 2-3 (low half = lower
+// byte). Exact: e4m3 is a subset of fp16. Splitting w into its 16-bit halves inside the asm lets
+// ptxas read the high half in place (F2FP ... R.H1) instead of shifting it down first.
+__device__ __forceinline__ void e4m3x4_to_f16x2x2(uint32_t w, uint32_t& lo, uint32_t& hi) {
+  asm("{\n"
+      "  .reg .b16 l, h;\n"
+      "  mov.b32 {l, h}, %2;\n"
+      "  cvt.rn.f16x2.e4m3x2 %0, l;\n"
+      "  cvt.rn.f16x2.e4m3x2 %1, h;\n"
+      "}"
+      : "=r"(lo), "=r"(hi)
+      : "r"(w));
 }
 
 // d += A·B, one m16n8k16 step with f16 operands and float32 accumulation.
@@ -129,32 +136,59 @@ struct GroupScales {
   float x[T][2];
 };
 
+// Where this thread reads its scales: one pointer per row (mt, half) and token (t, 0/1) at its warp's
+// next K group, advanced by a fixed step per group (the group index grows by `splits` each time),
+// so the K loop does one add and one load per scale. A row past N (token past M) reads row N-1
+// (M-1): its result is never stored.
 template <int T>
-__device__ __forceinline__ void load_scales(GroupScales<T>& sc, const SkinnyParams& p, int grp, int row_base, int g,
-                                            int tok0) {
-  constexpr int MT = Tiling<T>::MT;
-  if (p.gx == kGrRow) return;  // per-row scales: applied once in the epilogue
+struct ScaleCursor {
+  const float* w[Tiling<T>::MT][2];
+  const float* x[T][2];
+  int64_t w_step, x_step;
+
+  __device__ __forceinline__ void init(const SkinnyParams& p, int first_group, int splits, int row_base, int g,
+                                       int tok0) {
+    constexpr int MT = Tiling<T>::MT;
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = row_base + 16 * mt + 8 * h + g;
-      if (p.gw == kGrBlock)  // the warp's rows lie in one 128-row block (16·MT divides 128)
-        sc.w[mt][h] = __ldg(p.sw + static_cast<int64_t>(row_base / kGroup) * p.kb + grp);
-      else
-        sc.w[mt][h] = row < p.N ? __ldg(p.sw + static_cast<int64_t>(row) * p.kb + grp) : 0.0f;
-    }
+      for (int h = 0; h < 2; ++h) {
+        const int row = min(row_base + 16 * mt + 8 * h + g, p.N - 1);
+        // kGrBlock: the warp's rows lie in one 128-row block (16·MT divides 128).
+        const int64_t r = p.gw == kGrBlock ? row_base / kGroup : row;
+        w[mt][h] = p.sw + r * p.kb + first_group;
+      }
+    w_step = splits;
 #pragma unroll
-  for (int t = 0; t < T; ++t)
+    for (int t = 0; t < T; ++t)
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const int m = tok0 + 8 * t + u;
-      if (p.gx == kGrBlock)  // M <= 32 < 128: every token is in the first 128-row block
-        sc.x[t][u] = __ldg(p.sx + grp);
-      else  // M-major [kb][ld]
-        sc.x[t][u] = m < p.M ? __ldg(p.sx + static_cast<int64_t>(grp) * p.ld_sx + m) : 0.0f;
-    }
-}
+      for (int u = 0; u < 2; ++u) {
+        const int m = min(tok0 + 8 * t + u, p.M - 1);
+        // kGrBlock: M <= 32 < 128, every token is in the first 128-row block. kGrGroup: M-major [kb][ld].
+        x[t][u] = p.gx == kGrBlock ? p.sx + first_group : p.sx + static_cast<int64_t>(first_group) * p.ld_sx + m;
+      }
+    x_step = p.gx == kGrBlock ? splits : static_cast<int64_t>(splits) * p.ld_sx;
+  }
+
+  // The scales of the current group; then step to the next.
+  __device__ __forceinline__ void load_and_step(GroupScales<T>& sc) {
+    constexpr int MT = Tiling<T>::MT;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        sc.w[mt][h] = __ldg(w[mt][h]);
+        w[mt][h] += w_step;
+      }
+#pragma unroll
+    for (int t = 0; t < T; ++t)
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        sc.x[t][u] = __ldg(x[t][u]);
+        x[t][u] += x_step;
+      }
+  }
+};
 
 // Grid: (ceil(N / (16·MT)), C) with clusters of (1, C, 1); block: 32·KW threads; dynamic shared
 // memory kSmemBytes<T>. Warp w takes K groups w + KW·rank, stepping by KW·C.
@@ -174,44 +208,71 @@ __global__ void __launch_bounds__(kMaxWarps * 32) blockwise_skinny(const SkinnyP
   uint4* my = ring + static_cast<size_t>(warp) * S * NV * 32 + lane;
   const uint32_t my_smem = static_cast<uint32_t>(__cvta_generic_to_shared(my));
 
-  // Sources of this thread's copies (null: zero-fill). Vector v of a stage: A row (mt, h) chunk c at
-  // v = (2·mt + h)·2 + c; token tile t chunk c at v = 4·MT + 2·t + c.
-  const uint8_t* wrow[MT][2];
+  // Sources of this thread's copies, computed once. A row of W past N (a token past M) is read from
+  // row N-1 (M-1) with size 0: zero-filled, and the address stays inside the operand, so the K loop
+  // needs no test per copy. Vector v of a stage: A row (mt, h) chunk c at v = (2·mt + h)·2 + c;
+  // token tile t chunk c at v = 4·MT + 2·t + c.
+  // wp / xp: this thread's next copy address (first 64-wide chunk) in the group issued next; they
+  // advance by a fixed step per group (issue() is called once per group, in order).
+  const int first_k = split * kGroup + q * 16;
+  const int64_t step = static_cast<int64_t>(splits) * kGroup;
+  const uint8_t* wp[MT][2];
+  int wbytes[MT][2];
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row_base + 16 * mt + 8 * h + g;
-      wrow[mt][h] = row < p.N ? p.w + static_cast<int64_t>(row) * p.ldw : nullptr;
+      wp[mt][h] = p.w + static_cast<int64_t>(min(row, p.N - 1)) * p.ldw + first_k;
+      wbytes[mt][h] = row < p.N ? 16 : 0;
     }
-  const uint8_t* xrow[T];
+  const uint8_t* xp[T];
+  int xbytes[T];
 #pragma unroll
   for (int t = 0; t < T; ++t) {
     const int m = 8 * t + g;
-    xrow[t] = m < p.M ? p.x + static_cast<int64_t>(m) * p.ldx : nullptr;
+    xp[t] = p.x + static_cast<int64_t>(min(m, p.M - 1)) * p.ldx + first_k;
+    xbytes[t] = m < p.M ? 16 : 0;
   }
 
   auto issue = [&](int i) {  // the i-th group of this warp into stage i % S
     const int grp = split + i * splits;
     const uint32_t stage = my_smem + static_cast<uint32_t>((i % S) * NV * 32 * 16);
+    if (grp * kGroup + kGroup <= p.K) {  // a whole group (warp-uniform): no K test
 #pragma unroll
-    for (int c = 0; c < 2; ++c) {
-      const int k = grp * kGroup + c * 64 + q * 16;
-      const bool in = k < p.K;  // K % 16 == 0: a 16-byte segment is entirely inside or outside
+      for (int c = 0; c < 2; ++c) {
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
+        for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const bool ok = in && wrow[mt][h] != nullptr;
-          cp_async_cg(stage + static_cast<uint32_t>((((2 * mt + h) * 2 + c) * 32) * 16), ok ? wrow[mt][h] + k : p.w,
-                      ok ? 16 : 0);
-        }
+          for (int h = 0; h < 2; ++h)
+            cp_async_cg(stage + static_cast<uint32_t>((((2 * mt + h) * 2 + c) * 32) * 16), wp[mt][h] + c * 64,
+                        wbytes[mt][h]);
 #pragma unroll
-      for (int t = 0; t < T; ++t) {
-        const bool ok = in && xrow[t] != nullptr;
-        cp_async_ca(stage + static_cast<uint32_t>(((4 * MT + 2 * t + c) * 32) * 16), ok ? xrow[t] + k : p.x, ok ? 16 : 0);
+        for (int t = 0; t < T; ++t)
+          cp_async_ca(stage + static_cast<uint32_t>(((4 * MT + 2 * t + c) * 32) * 16), xp[t] + c * 64, xbytes[t]);
+      }
+    } else {  // the last group, K % 128 != 0: segments past K are zero-filled (from a valid address)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const bool in = grp * kGroup + q * 16 + c * 64 < p.K;  // K % 16 == 0: a segment is all in or all out
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            cp_async_cg(stage + static_cast<uint32_t>((((2 * mt + h) * 2 + c) * 32) * 16),
+                        in ? wp[mt][h] + c * 64 : p.w, in ? wbytes[mt][h] : 0);
+#pragma unroll
+        for (int t = 0; t < T; ++t)
+          cp_async_ca(stage + static_cast<uint32_t>(((4 * MT + 2 * t + c) * 32) * 16), in ? xp[t] + c * 64 : p.x,
+                      in ? xbytes[t] : 0);
       }
     }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) wp[mt][h] += step;
+#pragma unroll
+    for (int t = 0; t < T; ++t) xp[t] += step;
   };
 
   float acc[MT][T][4];
@@ -228,12 +289,16 @@ __global__ void __launch_bounds__(kMaxWarps * 32) blockwise_skinny(const SkinnyP
     if (i < n_groups) issue(i);
     cp_async_commit();
   }
+  // Per-row scales are applied once in the epilogue: no scale loads in the K loop.
+  const bool group_scales = p.gx != kGrRow;
+  ScaleCursor<T> cursor;
+  if (group_scales) cursor.init(p, split, splits, row_base, g, tok0);
   GroupScales<T> sc_next;
-  if (n_groups > 0) load_scales<T>(sc_next, p, split, row_base, g, tok0);
+  if (group_scales && n_groups > 0) cursor.load_and_step(sc_next);
 
   for (int i = 0; i < n_groups; ++i) {
     const GroupScales<T> sc = sc_next;
-    if (i + 1 < n_groups) load_scales<T>(sc_next, p, split + (i + 1) * splits, row_base, g, tok0);
+    if (group_scales && i + 1 < n_groups) cursor.load_and_step(sc_next);
     if (i + S - 1 < n_groups) issue(i + S - 1);
     cp_async_commit();
     cp_async_wait<S - 1>();  // group i has landed (this thread's copies; nobody else reads them)
@@ -259,17 +324,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32) blockwise_skinny(const SkinnyP
       for (int j = 0; j < 4; ++j) {  // word j: 4 consecutive k, one k16 MMA
         uint32_t bf[T][2];
 #pragma unroll
-        for (int t = 0; t < T; ++t) {
-          const uint32_t xb = reinterpret_cast<const uint32_t*>(&b[t])[j];
-          bf[t][0] = e4m3x2_to_f16x2(xb);
-          bf[t][1] = e4m3x2_to_f16x2(xb >> 16);
-        }
+        for (int t = 0; t < T; ++t) e4m3x4_to_f16x2x2(reinterpret_cast<const uint32_t*>(&b[t])[j], bf[t][0], bf[t][1]);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          const uint32_t w0 = reinterpret_cast<const uint32_t*>(&a[mt][0])[j];
-          const uint32_t w1 = reinterpret_cast<const uint32_t*>(&a[mt][1])[j];
-          const uint32_t a0 = e4m3x2_to_f16x2(w0), a2 = e4m3x2_to_f16x2(w0 >> 16);
-          const uint32_t a1 = e4m3x2_to_f16x2(w1), a3 = e4m3x2_to_f16x2(w1 >> 16);
+          uint32_t a0, a1, a2, a3;
+          e4m3x4_to_f16x2x2(reinterpret_cast<const uint32_t*>(&a[mt][0])[j], a0, a2);
+          e4m3x4_to_f16x2x2(reinterpret_cast<const uint32_t*>(&a[mt][1])[j], a1, a3);
 #pragma unroll
           for (int t = 0; t < T; ++t) mma_f16(sum[mt][t], a0, a1, a2, a3, bf[t][0], bf[t][1]);
         }
