@@ -36,18 +36,22 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
   const int64_t n_tiles = ceil_div(N, 128);
   // Decode sizes: the split-K skinny kernel streams W from every SM, where the 64-row tile has one
   // CTA per 128 rows of W (32 CTAs for N = 4096). Measured on the H200 over the 14 benchmark layers
-  // (docs/performance.md, bench/results/h200/tune_skinny.jsonl): at M <= 8 it wins on every layer
-  // with K >= 1536 (4096x4096: 11.6 against 15.4 us; 57344x8192: 122 against 142; within 3 % where
-  // it loses), and loses at K = 512 (32768x512: 13.6 against 11.4, four K groups). At M = 9..16 its
-  // token tile does twice the MMA work per byte of W, and it wins only where the 64-row tile leaves
-  // three quarters of the SMs idle (N <= 4224: 4096x14336, 26.8 against 36.4 us); at M = 17..32
-  // (four n8 token tiles) the 64-row tile wins everywhere but on 2112x7168 (within 5 %).
+  // with the kernel's second version (docs/performance.md, bench/results/h200/tune_skinny.jsonl):
+  //  * M <= 8: it wins on every layer with K >= 1536 (4096x4096: 11.2 against 15.4 us; 57344x8192:
+  //    123 against 139), and loses at K = 512 (32768x512: 13.7 against 11.6, four K groups);
+  //  * M = 9..16 (two n8 token tiles): it wins wherever K >= 4096 and the 64-row tile has at most
+  //    half the SMs' worth of CTAs (2112x7168 by 1.55x, 8192x28672 by 1.18x, 6144x4096 within 1 %)
+  //    and loses from 80 tiles on (10240x8192: 37.9 against 33.5 us) and at short K;
+  //  * M = 17..32 (four token tiles): it wins only where the 64-row tile leaves three quarters of
+  //    the SMs idle, with K >= 4096 (2112x7168 by 1.27x, 4096x14336 by 1.16x, 4096x4096 even) and
+  //    loses from 48 tiles on (6144x4096: 19.1 against 15.8 us).
   // Tiny problems (one or two N tiles, i.e. one or two CUTLASS CTAs) always take the skinny
   // kernel: it splits K over a cluster and sums each group exactly in float32 (the wgmma FP8
   // accumulation reaches 2.2e-4 relative error on 8-element fp32 outputs at K = 128).
   if (M <= kSkinnyMaxM && n_tiles <= 2) return kSkinnyConfig;
   if (M <= 8 && K >= 1536) return kSkinnyConfig;
-  if (M <= 16 && K >= 4096 && n_tiles <= sms / 4) return kSkinnyConfig;
+  if (M <= 16 && K >= 4096 && n_tiles <= sms / 2) return kSkinnyConfig;
+  if (M <= kSkinnyMaxM && K >= 4096 && n_tiles <= sms / 4) return kSkinnyConfig;
   const int64_t waves_128 = ceil_div(ceil_div(M, 128) * n_tiles, sms);
   const int64_t waves_64 = ceil_div(ceil_div(M, 64) * n_tiles, sms);
   // Time per SM in units of one 64-row tile: a 128-row tile is two; a 64-row tile also reloads its

@@ -301,8 +301,8 @@ TEST(BlockwiseConfigs, Supports) {
 }
 
 // The tuned decode rule (bench/results/h200/tune_skinny.jsonl): the skinny kernel at M <= 8 unless K
-// is short, at M <= 16 where the 64-row tile has at most a quarter of the SMs' worth of CTAs; the
-// 64-row tile elsewhere.
+// is short; at M <= 16 with K >= 4096 where the 64-row tile has at most half the SMs' worth of CTAs;
+// at M <= 32 with K >= 4096 where it has at most a quarter; the 64-row tile elsewhere.
 TEST(BlockwiseHeuristic, DecodeUsesTheSkinnyKernelWhereItWins) {
   for (int64_t M : {1, 2, 7, 8}) {
     for (auto [N, K] : {std::pair<int64_t, int64_t>{4096, 14336}, {8192, 28672}, {2112, 7168}, {4096, 7168}, {1280, 8192},
@@ -313,14 +313,18 @@ TEST(BlockwiseHeuristic, DecodeUsesTheSkinnyKernelWhereItWins) {
       EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 1) << M << "x" << N << "x" << K;
   }
   for (int64_t M : {9, 16}) {
-    for (auto [N, K] : {std::pair<int64_t, int64_t>{4096, 7168}, {4096, 14336}, {4096, 4096}, {2112, 7168}, {1280, 8192}})
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{4096, 7168}, {4096, 14336}, {4096, 4096}, {2112, 7168}, {1280, 8192},
+                        {8192, 28672}, {8192, 8192}, {6144, 4096}, {7168, 16384}})
       EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 3) << M << "x" << N << "x" << K;
-    for (auto [N, K] : {std::pair<int64_t, int64_t>{8192, 28672}, {8192, 8192}, {6144, 4096}, {4096, 2048}, {57344, 8192}})
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{10240, 8192}, {4096, 2048}, {7168, 2048}, {28672, 4096}, {57344, 8192},
+                        {24576, 1536}})
       EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 1) << M << "x" << N << "x" << K;
   }
   for (int64_t M : {17, 32}) {
-    EXPECT_EQ(blockwise_choose_config(M, 4096, 14336, 132), 1);
-    EXPECT_EQ(blockwise_choose_config(M, 4096, 7168, 132), 1);
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{4096, 14336}, {4096, 7168}, {4096, 4096}, {2112, 7168}})
+      EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 3) << M << "x" << N << "x" << K;
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{6144, 4096}, {7168, 16384}, {8192, 8192}, {4096, 2048}})
+      EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 1) << M << "x" << N << "x" << K;
     EXPECT_EQ(blockwise_choose_config(M, 256, 7168, 132), 3) << "tiny: two N tiles";
   }
 }
@@ -328,7 +332,9 @@ TEST(BlockwiseHeuristic, DecodeUsesTheSkinnyKernelWhereItWins) {
 TEST(BlockwiseHeuristic, SmallMUsesTheNarrowTile) {
   for (int64_t M : {1, 16, 32})
     for (int64_t N : {8, 136, 256}) EXPECT_EQ(blockwise_choose_config(M, N, 128, 132), 3) << "tiny: " << M << "x" << N;
-  for (int64_t M : {17, 32, 33, 64})
+  for (int64_t M : {17, 32})
+    for (int64_t N : {384, 2112, 7168, 18432}) EXPECT_EQ(blockwise_choose_config(M, N, 2048, 132), 1) << M << "x" << N;
+  for (int64_t M : {33, 64})
     for (int64_t N : {384, 2112, 7168, 18432}) EXPECT_EQ(blockwise_choose_config(M, N, 4096, 132), 1) << M << "x" << N;
   for (int64_t M : {1, 8, 16})
     for (int64_t N : {384, 7168, 18432}) EXPECT_EQ(blockwise_choose_config(M, N, 1024, 132), 1) << M << "x" << N;
