@@ -4,7 +4,7 @@
 // Per layer (weight N x K) the weight is random bf16, compressed once by qsgemm::sparse24_compress
 // (magnitude pruning, per-channel scales); activations are random e4m3 with random positive
 // per-token scales. qsgemm_us is sparse24_linear with bf16 output and no bias, the configuration the
-// heuristic picks. The baselines get dense random e4m3 / bf16 operands of the same shape (their
+// heuristic picks, given a workspace (so it may pick a stream-K configuration). The baselines get dense random e4m3 / bf16 operands of the same shape (their
 // times do not depend on the values; cuSPARSELt prunes its own copy).
 //
 // rel_err: the float64 CPU reference (qsgemm::ref::gemm_sparse24_fp8) on the same quantized
@@ -152,8 +152,20 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
     row.layer = layer.name;
     row.M = M, row.N = N, row.K = K;
     row.bytes_moved = weight_bytes + M * K + 2 * M * N + 4 * M;
+    // qsgemm runs with a workspace (allocated here, outside the timing), so the heuristic may choose
+    // its stream-K configurations.
     guarded(row, "sparse24_choose_config",
-            [&] { row.config = sparse24_config(sparse24_choose_config(M, N, K, env.report.sms)).name(); });
+            [&] { row.config = sparse24_config(sparse24_choose_config(M, N, K, env.report.sms, false, true)).name(); });
+    DeviceBuffer workspace;
+    size_t workspace_bytes = 0;
+    guarded(row, "sparse24_linear_workspace_bytes", [&] {
+      for (bool fast : {false, true}) {
+        Sparse24LinearOptions o;
+        o.fast_accum = fast;
+        workspace_bytes = std::max(workspace_bytes, sparse24_linear_workspace_bytes(M, N, K, o, env.report.sms));
+      }
+      workspace = DeviceBuffer(workspace_bytes);
+    });
 
     // Times qsgemm (default: promoted accumulation; or FP8 fast accumulation) into r.
     auto measure = [&](BenchRow& r, bool fast_accum) {
@@ -170,6 +182,8 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
       const SparseFp8Weight weight = *w;
       Sparse24LinearOptions opt;
       opt.fast_accum = fast_accum;
+      opt.workspace = workspace.get();
+      opt.workspace_bytes = workspace_bytes;
       auto linear = [&](cudaStream_t st) { sparse24_linear(xv, sv, weight, VectorView{}, yv, opt, st); };
       const bool ran = guarded(r, "qsgemm", [&] { r.qsgemm_us = env.timer->time_us(linear, env.time); });
       if (ran && env.check) {
@@ -198,7 +212,7 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
     fast.rel_err.reset();
     fast.notes.clear();
     guarded(fast, "sparse24_choose_config",
-            [&] { fast.config = sparse24_config(sparse24_choose_config(M, N, K, env.report.sms, true)).name(); });
+            [&] { fast.config = sparse24_config(sparse24_choose_config(M, N, K, env.report.sms, true, true)).name(); });
     measure(fast, true);
     table.print_row(fast);
     env.report.rows.push_back(std::move(row));

@@ -1,6 +1,7 @@
 // 2:4 sparse FP8 host API (include/qsgemm/sparse24.h): validation, configuration choice, launch.
 #include "qsgemm/sparse24.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
@@ -15,12 +16,15 @@ namespace {
 
 struct ConfigRow {
   int tm, tn, tk, cm, cn;
-  bool coop, fast;
+  bool coop, fast, stream_k;
 };
 const std::vector<ConfigRow>& config_table() {
   static const std::vector<ConfigRow> table = {
-#define QSGEMM_ROW(i, tm, tn, tk, cm, cn, coop, fast) {tm, tn, tk, cm, cn, coop, fast},
+#define QSGEMM_ROW(i, tm, tn, tk, cm, cn, coop, fast) {tm, tn, tk, cm, cn, coop, fast, false},
       QSGEMM_SPARSE24_CONFIGS(QSGEMM_ROW)
+#undef QSGEMM_ROW
+#define QSGEMM_ROW(i, tm, tn, tk, cm, cn, coop, fast) {tm, tn, tk, cm, cn, coop, fast, true},
+      QSGEMM_SPARSE24_STREAMK_CONFIGS(QSGEMM_ROW)
 #undef QSGEMM_ROW
   };
   return table;
@@ -48,7 +52,7 @@ void check_weight(const char* fn, const SparseFp8Weight& w) {
 
 std::string Sparse24Config::name() const {
   return detail::cat(tile_m, "x", tile_n, "x", tile_k, "_c", cluster_m, "x", cluster_n, cooperative ? "_coop" : "_pingpong",
-                     fast_accum ? "_fastaccum" : "");
+                     fast_accum ? "_fastaccum" : "", stream_k ? "_streamk" : "");
 }
 int sparse24_num_configs() { return static_cast<int>(config_table().size()); }
 Sparse24Config sparse24_config(int index) {
@@ -56,10 +60,50 @@ Sparse24Config sparse24_config(int index) {
     detail::fail("sparse24_config", Status::kInvalidArgument, "index",
                  detail::cat("config index ", index, " is outside [0, ", sparse24_num_configs(), ")"));
   const ConfigRow& r = config_table()[static_cast<size_t>(index)];
-  return Sparse24Config{r.tm, r.tn, r.tk, r.cm, r.cn, r.coop, r.fast};
+  return Sparse24Config{r.tm, r.tn, r.tk, r.cm, r.cn, r.coop, r.fast, r.stream_k};
 }
-int sparse24_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, bool fast_accum) {
-  return kernels::sparse24_heuristic(M, N, K, sm_count, fast_accum);
+int sparse24_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, bool fast_accum, bool stream_k) {
+  return kernels::sparse24_heuristic(M, N, K, sm_count, fast_accum, stream_k);
+}
+
+namespace {
+
+void check_config_index(const char* fn, int config) {
+  if (config < -1 || config >= sparse24_num_configs())
+    detail::fail(fn, Status::kInvalidArgument, "options.config",
+                 detail::cat("config ", config, " is outside [-1, ", sparse24_num_configs(), ")"));
+}
+
+// The workspace configuration `config` needs for M x N x K (0 without stream-K). Host arithmetic.
+size_t config_workspace_bytes(int64_t M, int64_t N, int64_t K, int sm_count, int config) {
+  if (!config_table()[static_cast<size_t>(config)].stream_k) return 0;
+  kernels::Sparse24GemmArgs a;  // the size depends on the shape and the SM count only
+  a.m_tok = M;
+  a.n_out = N;
+  a.k = K;
+  a.sm_count = sm_count;
+  a.ldx = K;
+  a.ldy = N;
+  // At least 16 bytes: a stream-K configuration always takes a workspace, also where CUTLASS's
+  // decomposition runs the shape as plain data-parallel tiles and needs none.
+  return std::max<size_t>(kernels::sparse24_gemm_workspace_bytes(a, config), 16);
+}
+
+}  // namespace
+
+size_t sparse24_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, const Sparse24LinearOptions& options,
+                                       int sm_count) {
+  const char* fn = "sparse24_linear_workspace_bytes";
+  check_weight_shape(fn, N, K);
+  if (M < 0 || M > (int64_t{1} << 30))
+    detail::fail(fn, Status::kInvalidArgument, "M", detail::cat("M=", M, " is outside [0, 2^30]"));
+  check_config_index(fn, options.config);
+  if (sm_count < 0) detail::fail(fn, Status::kInvalidArgument, "sm_count", detail::cat("sm_count=", sm_count, " is negative"));
+  if (M == 0) return 0;
+  if (sm_count == 0) sm_count = device_info(-1).sm_count;
+  const int config =
+      options.config >= 0 ? options.config : sparse24_choose_config(M, N, K, sm_count, options.fast_accum, true);
+  return config_workspace_bytes(M, N, K, sm_count, config);
 }
 
 Sparse24WeightBytes sparse24_weight_bytes(int64_t N, int64_t K, bool per_tensor_scale) {
@@ -138,9 +182,13 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
                    detail::cat("bias dtype ", dtype_name(bias.dtype), " must be fp32 or the output dtype ", dtype_name(y.dtype)));
     detail::check_ptr(fn, "bias", bias.data, 16);
   }
-  if (options.config < -1 || options.config >= sparse24_num_configs())
-    detail::fail(fn, Status::kInvalidArgument, "options.config",
-                 detail::cat("config ", options.config, " is outside [-1, ", sparse24_num_configs(), ")"));
+  check_config_index(fn, options.config);
+  const bool forced_stream_k = options.config >= 0 && config_table()[static_cast<size_t>(options.config)].stream_k;
+  if (forced_stream_k && options.workspace == nullptr)
+    detail::fail(fn, Status::kInvalidArgument, "options.workspace",
+                 detail::cat("configuration ", options.config, " (", sparse24_config(options.config).name(),
+                             ") is stream-K and needs a workspace (sparse24_linear_workspace_bytes)"));
+  if (options.workspace != nullptr) detail::check_ptr(fn, "options.workspace", options.workspace, 16);
   if (x.rows == 0) return;
   if (x.rows > (int64_t{1} << 30))
     detail::fail(fn, Status::kInvalidArgument, "x", detail::cat("M=", x.rows, " exceeds 2^30"));
@@ -166,8 +214,24 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   a.y_dtype = y.dtype;
   a.ldy = y.ld;
   a.sm_count = dev.sm_count;
-  const int config =
-      options.config >= 0 ? options.config : sparse24_choose_config(x.rows, w.N, w.K, dev.sm_count, options.fast_accum);
+  // A stream-K choice runs only with a large enough workspace; otherwise the heuristic's choice among
+  // the configurations that need none.
+  int config = options.config;
+  if (config < 0) {
+    config = sparse24_choose_config(x.rows, w.N, w.K, dev.sm_count, options.fast_accum, options.workspace != nullptr);
+    if (config_table()[static_cast<size_t>(config)].stream_k &&
+        config_workspace_bytes(x.rows, w.N, w.K, dev.sm_count, config) > options.workspace_bytes)
+      config = sparse24_choose_config(x.rows, w.N, w.K, dev.sm_count, options.fast_accum, false);
+  }
+  if (config_table()[static_cast<size_t>(config)].stream_k) {
+    const size_t need = config_workspace_bytes(x.rows, w.N, w.K, dev.sm_count, config);
+    if (need > options.workspace_bytes)
+      detail::fail(fn, Status::kInvalidArgument, "options.workspace_bytes",
+                   detail::cat("configuration ", config, " (", sparse24_config(config).name(), ") needs ", need,
+                               " bytes of workspace for M=", x.rows, " N=", w.N, " K=", w.K, "; ", options.workspace_bytes,
+                               " given"));
+    a.workspace = options.workspace;
+  }
   const kernels::TileOrder order = kernels::sparse24_tile_order(x.rows, w.N);
   a.swizzle = order.swizzle;
   a.raster = order.raster;

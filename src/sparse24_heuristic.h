@@ -33,9 +33,43 @@ inline constexpr Tile kDefault[] = {{0, 64, 32}, {1, 64, 64}, {2, 64, 128}, {3, 
 inline constexpr Tile kFast[] = {{4, 64, 32}, {5, 64, 64}, {6, 64, 128}, {7, 128, 128}, {8, 128, 256}};
 }  // namespace sparse24_detail
 
-inline int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count, bool fast_accum) {
+// Stream-K (when the caller gives a workspace): the cooperative 128x32 / 128x128 tiles on CUTLASS's
+// stream-K scheduler (configurations 9 and 10) win where the tile rule above leaves a ragged last
+// wave or where every CTA would read the same token rows at the same time. Measured on the H200
+// (`qsgemm tune sparse24`, 12 layers x M = 1 ... 4096, bench/results/h200/tune_sparse24.jsonl;
+// gains over the best configuration without stream-K):
+//  * M <= 32 when the 64-row tiles fill at least one wave and the last wave at most half
+//    (10240 rows: 160 tiles, 1.08-1.12x; 28672: 448 tiles, 1.04-1.20x); and at M <= 8 on at least
+//    four waves (57344x8192: 84.6 against 102.5 us at M = 1, 1.09x at 8): at one or a few tokens
+//    all CTAs read the same X rows in lockstep, which stream-K's staggered K ranges break up. It
+//    loses on the layers that fit one wave (1280-8192 rows: 0.78-0.94x) and at M = 16-64 on 57344.
+//  * 64 < M <= 128 with at least one wave of 64-row tiles: 128x128 (10240x8192: 24.9 against 32.1
+//    us, the one point where the dense baseline had won; 28672x4096 1.13x; 57344x8192 1.09x).
+//  * 128 < M <= 256 with 1 to 1.5 waves of 128x128 tiles (10240x8192: 35.8 against 40.8 us).
+//  * M >= 2048 with fewer than 4 waves of 128x128 tiles, the last at most half full (the 1280-row
+//    shard: 34.3 against 42.8 us at M = 2048, 57.1 against 66.8 at 4096).
+// Elsewhere it loses (up to 2x at M >= 512, where the data-parallel tiles already fill the GPU).
+inline int sparse24_heuristic_stream_k(int64_t M_tokens, int64_t N_out, int sm_count) {
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  const int64_t rows64 = (N_out + 63) / 64;
+  const auto last_wave_at_most_half = [&](int64_t tiles) { return tiles % sms != 0 && tiles % sms <= sms / 2; };
+  if (M_tokens <= 32 && rows64 >= sms && last_wave_at_most_half(rows64)) return 9;
+  if (M_tokens <= 8 && rows64 >= 4 * sms) return 9;
+  if (M_tokens > 64 && M_tokens <= 128 && rows64 >= sms) return 10;
+  const int64_t tiles128 = ((N_out + 127) / 128) * ((M_tokens + 127) / 128);
+  if (M_tokens > 128 && M_tokens <= 256 && tiles128 >= sms && 2 * tiles128 <= 3 * sms) return 10;
+  if (M_tokens >= 2048 && tiles128 < 4 * sms && last_wave_at_most_half(tiles128)) return 10;
+  return -1;
+}
+
+inline int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count, bool fast_accum,
+                              bool stream_k = false) {
   using sparse24_detail::Tile;
   (void)K;
+  if (stream_k) {
+    const int c = sparse24_heuristic_stream_k(M_tokens, N_out, sm_count);
+    if (c >= 0) return c;
+  }
   const Tile* family = fast_accum ? sparse24_detail::kFast : sparse24_detail::kDefault;
   int i;  // by tokens
   if (M_tokens <= 32) i = 0;

@@ -3,6 +3,7 @@
 // heuristic's choice, so a new config or a heuristic change is one measured decision.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -163,7 +164,16 @@ int run_tune(int argc, char** argv) {
                     static_cast<float*>(scales.get()), false};
   sparse24_compress(MatrixView(dense.get(), DType::kBF16, N, K), w, {}, ws.get(), stream);
   Timer timer(stream);
-  const int chosen = sparse24_choose_config(M, N, K, d.sm_count);
+  // The heuristic as sparse24_linear runs it with a workspace; one workspace for every stream-K
+  // configuration (the largest they need).
+  const int chosen = sparse24_choose_config(M, N, K, d.sm_count, false, true);
+  size_t ws_bytes = 0;
+  for (int i = 0; i < sparse24_num_configs(); ++i) {
+    Sparse24LinearOptions opt;
+    opt.config = i;
+    ws_bytes = std::max(ws_bytes, sparse24_linear_workspace_bytes(M, N, K, opt, d.sm_count));
+  }
+  DeviceBuffer workspace(ws_bytes);
   std::string json;
   arg_value(argc, argv, "--json", &json);
   FILE* jf = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
@@ -174,6 +184,8 @@ int run_tune(int argc, char** argv) {
       [&](int i, cudaStream_t st) {
         Sparse24LinearOptions opt;
         opt.config = i;
+        opt.workspace = workspace.get();
+        opt.workspace_bytes = ws_bytes;
         sparse24_linear(MatrixView(x.get(), DType::kE4M3, M, K),
                         ScaleView{static_cast<const float*>(sx.get()), ScaleGranularity::kPerRow, 0}, w, {},
                         MatrixView(y.get(), DType::kBF16, M, N), opt, st);

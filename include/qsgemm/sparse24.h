@@ -93,7 +93,24 @@ struct Sparse24LinearOptions {
   // true: FP8 fast accumulation in the tensor core over the whole K — faster, with the larger
   // error measured in docs/performance.md. Opt-in only.
   bool fast_accum = false;
+  // Optional device workspace for the stream-K configurations (sparse24_config(i).stream_k), which
+  // split K over SMs that would otherwise idle in a ragged last wave (up to 1.3x faster on some
+  // layers, docs/performance.md). Size: sparse24_linear_workspace_bytes(); 16-byte aligned. With
+  // workspace_bytes below that size (or no workspace) the heuristic picks among the configurations
+  // that need none, and a forced stream-K configuration is an error. The call zeroes part of it
+  // (cudaMemsetAsync on `stream`) before the kernel; do not share one workspace between calls that
+  // may run concurrently. Results are deterministic either way (partial tiles are added in K order).
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
 };
+
+// Bytes of workspace sparse24_linear needs to run Y[M,N] = X[M,K]·Wᵀ with `options` on a GPU with
+// `sm_count` SMs (0: the current device's): the stream-K configuration the heuristic would choose
+// (or options.config when it forces one) needs this much; 0 when the choice is not stream-K. Host
+// arithmetic only; the size depends on M, N, K and the SM count, not on dtypes or pointers.
+// Throws kInvalidArgument for a bad shape or config index.
+size_t sparse24_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, const Sparse24LinearOptions& options,
+                                       int sm_count = 0);
 
 // Y = (s_x ⊙ X) · (s_w ⊙ W)ᵀ + bias.
 //   x:       e4m3 [M, K] row-major, ld >= K, ld % 16 == 0, base 16-byte aligned. K == w.K.
@@ -101,6 +118,7 @@ struct Sparse24LinearOptions {
 //   w:       a compressed weight (sparse24_compress).
 //   bias:    optional (empty view = none), [N], dtype fp32 or the output dtype, 16-byte aligned.
 //   y:       bf16, fp16 or fp32 [M, N] row-major written, ld >= N, 16-byte aligned base and rows.
+//   options: see Sparse24LinearOptions; a workspace is optional (stream-K configurations only).
 // M = 0 is a no-op. Accumulation is float32 with partial sums promoted every 4 sparse MMAs (256 of
 // K) unless options.fast_accum; see docs/performance.md for the measured error of both.
 void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const SparseFp8Weight& w,
@@ -113,11 +131,15 @@ struct Sparse24Config {
   int cluster_m, cluster_n;
   bool cooperative;            // cooperative (2 consumer warpgroups on one tile) or ping-pong
   bool fast_accum;             // FP8 fast accumulation (no float32 promotion in the K loop)
-  std::string name() const;    // e.g. "128x128x256_c1x2_coop", "64x32x256_c1x1_pingpong_fastaccum"
+  bool stream_k;               // CUTLASS's stream-K scheduler: needs Sparse24LinearOptions::workspace
+  std::string name() const;    // e.g. "128x128x256_c1x2_coop", "64x32x256_c1x1_pingpong_fastaccum",
+                               // "128x32x256_c1x1_coop_streamk"
 };
 int sparse24_num_configs();
 Sparse24Config sparse24_config(int index);
-// Pure heuristic: the configuration index for a problem on a device with `sm_count` SMs.
-int sparse24_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, bool fast_accum = false);
+// Pure heuristic: the configuration index for a problem on a device with `sm_count` SMs; stream_k:
+// whether the stream-K configurations may be chosen (the caller has a workspace for them).
+int sparse24_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, bool fast_accum = false,
+                           bool stream_k = false);
 
 }  // namespace qsgemm

@@ -220,6 +220,78 @@ TEST(Sparse24Heuristic, TileOrder) {
   for (int64_t n : {64, 1280, 2047}) EXPECT_EQ(kernels::sparse24_tile_order(16384, n).swizzle, 1) << n;
 }
 
+// The stream-K configurations (9, 10) and the rule that picks them when the caller has a workspace
+// (src/sparse24_heuristic.h; measured: bench/results/h200/tune_sparse24.jsonl).
+TEST(Sparse24Heuristic, StreamKWhereItWon) {
+  for (int i = 0; i < sparse24_num_configs(); ++i) {
+    const Sparse24Config c = sparse24_config(i);
+    EXPECT_EQ(c.stream_k, i >= 9) << i;
+    EXPECT_EQ(c.name().find("_streamk") != std::string::npos, c.stream_k) << c.name();
+    if (c.stream_k) {
+      EXPECT_TRUE(c.cooperative) << "CUTLASS's stream-K scheduler runs on the cooperative kernel only";
+      EXPECT_FALSE(c.fast_accum);
+    }
+  }
+  EXPECT_EQ(sparse24_config(9).name(), "128x32x256_c1x1_coop_streamk");
+  EXPECT_EQ(sparse24_config(10).name(), "128x128x256_c1x1_coop_streamk");
+  auto pick = [](int64_t m, int64_t n, int64_t k, bool fast = false) { return sparse24_choose_config(m, n, k, 132, fast, true); };
+  auto plain = [](int64_t m, int64_t n, int64_t k, bool fast = false) { return sparse24_choose_config(m, n, k, 132, fast, false); };
+  for (bool fast : {false, true}) {
+    for (int64_t m : {1, 8, 16, 32}) {
+      EXPECT_EQ(pick(m, 10240, 8192, fast), 9) << m;  // 160 64-row tiles: a 28-tile last wave
+      EXPECT_EQ(pick(m, 28672, 4096, fast), 9) << m;  // 448: 52
+      for (auto [n, k] : {std::pair<int64_t, int64_t>{1280, 8192}, {4096, 4096}, {4096, 14336}, {6144, 4096},
+                          {7168, 8192}, {8192, 1024}, {8192, 3584}, {8192, 8192}, {8192, 28672}})
+        EXPECT_EQ(pick(m, n, k, fast), plain(m, n, k, fast)) << m << "x" << n << ": one wave or less";
+    }
+    EXPECT_EQ(pick(1, 57344, 8192, fast), 9);  // 896 tiles: tokens read in lockstep
+    EXPECT_EQ(pick(8, 57344, 8192, fast), 9);
+    EXPECT_EQ(pick(16, 57344, 8192, fast), plain(16, 57344, 8192, fast));
+    EXPECT_EQ(pick(64, 10240, 8192, fast), plain(64, 10240, 8192, fast));
+    for (int64_t n : {10240, 28672, 57344}) EXPECT_EQ(pick(128, n, 8192, fast), 10) << n;
+    EXPECT_EQ(pick(128, 8192, 8192, fast), plain(128, 8192, 8192, fast));
+    EXPECT_EQ(pick(256, 10240, 8192, fast), 10);
+    EXPECT_EQ(pick(256, 28672, 4096, fast), plain(256, 28672, 4096, fast));
+    EXPECT_EQ(pick(2048, 1280, 8192, fast), 10);
+    EXPECT_EQ(pick(4096, 1280, 8192, fast), 10);
+    EXPECT_EQ(pick(2048, 4096, 4096, fast), plain(2048, 4096, 4096, fast));
+    for (int64_t m : {512, 1024, 8192, 16384})
+      for (int64_t n : {1280, 4096, 8192, 10240, 28672, 57344})
+        EXPECT_EQ(pick(m, n, 4096, fast), plain(m, n, 4096, fast)) << m << "x" << n;
+  }
+  // Without a workspace the heuristic never picks a stream-K configuration.
+  for (int sms : {66, 132})
+    for (int64_t m : {1, 8, 32, 100, 128, 200, 2048, 4096})
+      for (int64_t n : {1280, 10240, 28672, 57344})
+        for (bool fast : {false, true}) EXPECT_FALSE(sparse24_config(sparse24_choose_config(m, n, 8192, sms, fast)).stream_k);
+}
+
+// The workspace query: host arithmetic (no GPU here), > 0 exactly where the choice is stream-K.
+TEST(Sparse24Validation, WorkspaceBytesAndStreamKNeedsAWorkspace) {
+  Sparse24LinearOptions o;
+  EXPECT_GT(sparse24_linear_workspace_bytes(1, 10240, 8192, o, 132), 0u);
+  EXPECT_GT(sparse24_linear_workspace_bytes(128, 57344, 8192, o, 132), 0u);
+  EXPECT_EQ(sparse24_linear_workspace_bytes(1, 4096, 4096, o, 132), 0u);
+  EXPECT_EQ(sparse24_linear_workspace_bytes(0, 10240, 8192, o, 132), 0u);
+  o.config = 9;
+  EXPECT_GT(sparse24_linear_workspace_bytes(16, 256, 8192, o, 132), 0u) << "two tiles: K split over the SMs";
+  o.config = 0;
+  EXPECT_EQ(sparse24_linear_workspace_bytes(1, 10240, 8192, o, 132), 0u);
+  o.config = 11;
+  expect_error([&] { sparse24_linear_workspace_bytes(1, 256, 512, o, 132); }, Status::kInvalidArgument, "config 11");
+  o.config = -1;
+  expect_error([&] { sparse24_linear_workspace_bytes(1, 250, 512, o, 132); }, Status::kInvalidArgument, "N=250");
+  expect_error([&] { sparse24_linear_workspace_bytes(-1, 256, 512, o, 132); }, Status::kInvalidArgument, "M=-1");
+  expect_error([&] { sparse24_linear_workspace_bytes(1, 256, 512, o, -4); }, Status::kInvalidArgument, "sm_count=-4");
+
+  LinearCase c;
+  c.opt.config = 10;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "is stream-K and needs a workspace");
+  c.opt.workspace = addr(0x70008);
+  c.opt.workspace_bytes = 1 << 20;
+  expect_error([&] { c.run(); }, Status::kMisaligned, "options.workspace");
+}
+
 TEST(QuantValidation, Rules) {
   const MatrixView x(addr(0x10000), DType::kBF16, 4, 256);
   const MatrixView q(addr(0x20000), DType::kE4M3, 4, 256);

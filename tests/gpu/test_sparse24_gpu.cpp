@@ -185,6 +185,9 @@ struct LinearSpec {
   int config = -1;
   int64_t ldx_pad = 0, ldy_pad = 0;
   bool fast_accum = false;
+  // Pass a workspace of sparse24_linear_workspace_bytes() (poisoned), as an engine would, so that the
+  // heuristic may choose a stream-K configuration; a forced stream-K configuration needs it.
+  bool workspace = true;
 };
 
 // Runs one sparse24_linear case and checks every element against the float64 reference.
@@ -229,6 +232,18 @@ void check_linear(const Weight& w, const LinearSpec& s, std::mt19937& rng) {
   Sparse24LinearOptions opt;
   opt.config = s.config;
   opt.fast_accum = s.fast_accum;
+  DeviceBuffer<uint8_t> workspace;
+  if (s.workspace) {
+    size_t bytes = 0;
+    ASSERT_NO_THROW(bytes = sparse24_linear_workspace_bytes(M, N, K, opt));
+    if (s.config >= 0) EXPECT_EQ(bytes > 0, sparse24_config(s.config).stream_k && M > 0);
+    if (bytes > 0) {
+      workspace.resize(bytes);
+      workspace.poison();  // the call must set up what the kernel reads
+      opt.workspace = workspace.get();
+      opt.workspace_bytes = bytes;
+    }
+  }
   ASSERT_NO_THROW(sparse24_linear(MatrixView(x.get(), DType::kE4M3, M, K, ldx),
                                   ScaleView{sxd.get(), s.x_scalar ? ScaleGranularity::kPerTensor : ScaleGranularity::kPerRow, 0},
                                   w.view(), bias, MatrixView(y.get(), s.out, M, N, ldy), opt, nullptr));
@@ -319,6 +334,34 @@ TEST(Sparse24Gpu, LinearEveryConfiguration) {
   make_weight(w, 392, 768, rng);
   for (int c = 0; c < sparse24_num_configs(); ++c)
     for (int64_t M : {1, 77, 300}) check_linear(w, LinearSpec{M, DType::kBF16, DType::kBF16, false, c}, rng);
+}
+
+// The stream-K configurations split K over SMs: on 2-10 weight-row tiles the scheduler gives every
+// SM a piece of K, so every partial tile goes through the workspace and the deterministic reduction.
+// Every output dtype, both bias dtypes, per-tensor and per-token scales, partial tiles in both
+// dimensions, a K of one tile and a long K; then the heuristic's own stream-K choices.
+TEST(Sparse24Gpu, LinearStreamK) {
+  QSGEMM_REQUIRE_SM90();
+  std::mt19937 rng(8);
+  for (auto [N, K] : {std::pair<int64_t, int64_t>{256, 8192}, {1288, 2048}, {136, 256}}) {
+    Weight w;
+    make_weight(w, N, K, rng);
+    for (int c : {9, 10}) {
+      for (int64_t M : {1, 17, 130}) check_linear(w, LinearSpec{M, DType::kBF16, DType::kU8, false, c}, rng);
+      check_linear(w, LinearSpec{33, DType::kF16, DType::kF16, true, c}, rng);
+      check_linear(w, LinearSpec{40, DType::kF32, DType::kF32, false, c}, rng);
+      check_linear(w, LinearSpec{5, DType::kBF16, DType::kF32, false, c, 16, 8}, rng);
+    }
+  }
+  // Decode on a weight of 10240 rows: the heuristic takes configuration 9 when given a workspace.
+  Weight big;
+  make_weight(big, 10240, 1024, rng);
+  ASSERT_EQ(sparse24_choose_config(4, 10240, 1024, 132, false, true), 9);
+  check_linear(big, LinearSpec{4, DType::kBF16}, rng);
+  // The same call without a workspace falls back to a configuration that needs none.
+  LinearSpec none{4, DType::kBF16};
+  none.workspace = false;
+  check_linear(big, none, rng);
 }
 
 TEST(Sparse24Gpu, LinearLargeK) {

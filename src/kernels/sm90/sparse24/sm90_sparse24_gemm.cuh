@@ -17,14 +17,19 @@
 #include "cutlass/gemm/device/gemm_universal_adapter.h"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/numeric_types.h"
+#include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
 #include "kernels/sm90/sparse24/sparse24_launch.h"
 #include "per_device_once.h"
 #include "validate.h"
 
 namespace qsgemm::kernels {
 
-template <int TM, int TN, int TK, int CM, int CN, bool Cooperative, bool FastAccum, class ElementOut, class ElementBias>
+// StreamK: CUTLASS's stream-K tile scheduler (cooperative tiles only) with its heuristic
+// decomposition and deterministic reduction; it needs a workspace (Sparse24GemmArgs::workspace).
+template <int TM, int TN, int TK, int CM, int CN, bool Cooperative, bool FastAccum, class ElementOut, class ElementBias,
+          bool StreamK = false>
 struct Sm90Sparse24Gemm {
+  static_assert(!StreamK || Cooperative, "CUTLASS's stream-K scheduler runs on the cooperative kernel only");
   using TileShape = cute::Shape<cute::Int<TM>, cute::Int<TN>, cute::Int<TK>>;
   using ClusterShape = cute::Shape<cute::Int<CM>, cute::Int<CN>, cute::_1>;
   using ElementA = cutlass::float_e4m3_t;
@@ -71,13 +76,14 @@ struct Sm90Sparse24Gemm {
           sizeof(typename CollectiveEpilogue::SharedStorage))>,
       KernelSchedule>::CollectiveOp;
 
+  // void: the default persistent scheduler (no workspace).
+  using TileScheduler = std::conditional_t<StreamK, cutlass::gemm::StreamKScheduler, void>;
   using GemmKernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, CollectiveMainloop,
-                                                          CollectiveEpilogue>;
+                                                          CollectiveEpilogue, TileScheduler>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
   using SparseConfig = typename CollectiveMainloop::SparseConfig;
 
-  static void run(const Sparse24GemmArgs& a, cudaStream_t stream) {
-    const char* fn = "sparse24_linear";
+  static typename Gemm::Arguments arguments(const Sparse24GemmArgs& a) {
     const auto problem = cute::make_shape(static_cast<int>(a.n_out), static_cast<int>(a.m_tok),
                                           static_cast<int>(a.k), 1);
     typename Gemm::Arguments args;
@@ -104,14 +110,37 @@ struct Sm90Sparse24Gemm {
     args.hw_info.sm_count = a.sm_count;
     args.scheduler.max_swizzle_size = a.swizzle;
     args.scheduler.raster_order = static_cast<cutlass::gemm::kernel::detail::RasterOrderOptions>(a.raster);
+    if constexpr (StreamK) {
+      using Scheduler = typename GemmKernel::TileScheduler;
+      args.scheduler.decomposition_mode = Scheduler::DecompositionMode::Heuristic;
+      args.scheduler.reduction_mode = Scheduler::ReductionMode::Deterministic;
+    }
+    return args;
+  }
+
+  // Host arithmetic only (a.sm_count must be set).
+  static size_t workspace_bytes(const Sparse24GemmArgs& a) { return Gemm::get_workspace_size(arguments(a)); }
+
+  static void run(const Sparse24GemmArgs& a, cudaStream_t stream) {
+    const char* fn = "sparse24_linear";
+    const typename Gemm::Arguments args = arguments(a);
 
     const cutlass::Status can = Gemm::can_implement(args);
     if (can != cutlass::Status::kSuccess)
       detail::fail(fn, Status::kInvalidArgument, "",
                    detail::cat("CUTLASS can_implement refused M=", a.m_tok, " N=", a.n_out, " K=", a.k, " ldx=", a.ldx,
                                " ldy=", a.ldy, ": ", cutlassGetStatusString(can)));
-    if (Gemm::get_workspace_size(args) != 0)
-      detail::fail(fn, Status::kInternal, "", "the sparse kernel asked for a workspace; qsgemm configures none");
+    // Stream-K: the caller's workspace (src/sparse24.cpp checked its size and alignment); CUTLASS
+    // zeroes its barrier flags with cudaMemsetAsync on the stream. The others need none.
+    const size_t need = Gemm::get_workspace_size(args);
+    if (StreamK ? a.workspace == nullptr : need != 0)
+      detail::fail(fn, Status::kInternal, "",
+                   detail::cat("configuration needs ", need, " bytes of workspace and was given ", a.workspace ? "some" : "none"));
+    if constexpr (StreamK) {
+      const cutlass::Status ws = GemmKernel::initialize_workspace(args, a.workspace, stream);
+      if (ws != cutlass::Status::kSuccess)
+        detail::fail(fn, Status::kCudaError, "", detail::cat("stream-K workspace set-up failed: ", cutlassGetStatusString(ws)));
+    }
 
     // The dynamic shared-memory limit is a per-kernel, per-device attribute: raise it once per
     // device, not per call.
@@ -125,7 +154,7 @@ struct Sm90Sparse24Gemm {
                                 }),
                        fn, "cudaFuncSetAttribute(max dynamic shared memory)");
 
-    typename GemmKernel::Params params = GemmKernel::to_underlying_arguments(args, nullptr);
+    typename GemmKernel::Params params = GemmKernel::to_underlying_arguments(args, StreamK ? a.workspace : nullptr);
     const cutlass::Status st = Gemm::run(params, stream);
     if (st != cutlass::Status::kSuccess)
       detail::fail(fn, Status::kCudaError, "", detail::cat("kernel launch failed: ", cutlassGetStatusString(st)));
@@ -137,5 +166,32 @@ struct Sm90Sparse24Gemm {
 // config table for its dtype (sm90_sparse24_gemm_<out>.cu).
 template <class ElementOut, class ElementBias>
 void run_sparse24_config(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
+
+// The stream-K table's instantiations for one dtype pair (sm90_sparse24_gemm_streamk_*.cu).
+#define QSGEMM_SPARSE24_STREAMK_INSTANCE(Out, Bias)                                                              \
+  template <>                                                                                                    \
+  void run_sparse24_streamk_config<Out, Bias>(const Sparse24GemmArgs& a, int config, cudaStream_t stream) {      \
+    using OutT = Out;                                                                                            \
+    using BiasT = Bias;                                                                                          \
+    switch (config) {                                                                                            \
+      QSGEMM_SPARSE24_STREAMK_CONFIGS(QSGEMM_SPARSE24_STREAMK_RUN_CASE)                                          \
+      default: detail::fail("sparse24_linear", Status::kInvalidArgument, "config", detail::cat("no stream-K configuration ", config)); \
+    }                                                                                                            \
+  }                                                                                                              \
+  template <>                                                                                                    \
+  size_t sparse24_streamk_workspace_bytes<Out, Bias>(const Sparse24GemmArgs& a, int config) {                    \
+    using OutT = Out;                                                                                            \
+    using BiasT = Bias;                                                                                          \
+    switch (config) {                                                                                            \
+      QSGEMM_SPARSE24_STREAMK_CONFIGS(QSGEMM_SPARSE24_STREAMK_WS_CASE)                                           \
+      default: return 0;                                                                                         \
+    }                                                                                                            \
+  }
+#define QSGEMM_SPARSE24_STREAMK_GEMM(tm, tn, tk, cm, cn, coop, fast) \
+  Sm90Sparse24Gemm<tm, tn, tk, cm, cn, coop, fast, OutT, BiasT, true>
+#define QSGEMM_SPARSE24_STREAMK_RUN_CASE(i, tm, tn, tk, cm, cn, coop, fast) \
+  case i: QSGEMM_SPARSE24_STREAMK_GEMM(tm, tn, tk, cm, cn, coop, fast)::run(a, stream); return;
+#define QSGEMM_SPARSE24_STREAMK_WS_CASE(i, tm, tn, tk, cm, cn, coop, fast) \
+  case i: return QSGEMM_SPARSE24_STREAMK_GEMM(tm, tn, tk, cm, cn, coop, fast)::workspace_bytes(a);
 
 }  // namespace qsgemm::kernels

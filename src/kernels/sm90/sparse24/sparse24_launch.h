@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "qsgemm/tensor.h"
@@ -22,11 +23,23 @@ struct Sparse24GemmArgs {
   void* y = nullptr;  DType y_dtype = DType::kBF16;  int64_t ldy = 0;
   int sm_count = 0;
   int swizzle = 1, raster = 0;  // CUTLASS's tile order (tile_order.h)
+  // Stream-K configurations only: device memory of sparse24_gemm_workspace_bytes() bytes (16-byte
+  // aligned); null for the others.
+  void* workspace = nullptr;
 };
 
 // Runs configuration `config` (an index of QSGEMM_SPARSE24_CONFIGS). Throws qsgemm::Error when
 // CUTLASS refuses the problem (can_implement) or the launch fails.
 void run_sparse24_gemm(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
+// The workspace configuration `config` needs for the problem in `a` (host arithmetic only: no device
+// call; a.sm_count must be set): 0 for the configurations without stream-K.
+size_t sparse24_gemm_workspace_bytes(const Sparse24GemmArgs& a, int config);
+// The stream-K configurations, one instantiation per output / bias dtype pair
+// (sm90_sparse24_gemm_streamk_*.cu); run_sparse24_gemm and sparse24_gemm_workspace_bytes dispatch to them.
+template <class ElementOut, class ElementBias>
+void run_sparse24_streamk_config(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
+template <class ElementOut, class ElementBias>
+size_t sparse24_streamk_workspace_bytes(const Sparse24GemmArgs& a, int config);
 
 // Compression: see include/qsgemm/sparse24.h. Workspace layout: Sparse24CompressStatus.
 struct Sparse24CompressStatus {
