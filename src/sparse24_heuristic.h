@@ -23,7 +23,8 @@ namespace qsgemm::kernels {
 // Thresholds from `qsgemm tune sparse24` on the H200 over the 12 benchmark layers at M = 64 ... 2048
 // (scripts/tune_sweep.sh; bench/results/h200/tune_sparse24.jsonl): the rule picks the measured best
 // configuration at all 72 points without fast accumulation, and within 1.2% geomean (worst 16%)
-// with it.
+// with it (sweep at da3d820; the file's rerun with the stream-K build, its data-parallel rows: all
+// 72 again, and 0.4%, worst 16%).
 namespace sparse24_detail {
 struct Tile {
   int index, tile_m, tile_n;  // tile_m: weight rows, tile_n: tokens
