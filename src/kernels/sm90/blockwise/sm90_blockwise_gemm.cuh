@@ -58,7 +58,7 @@
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
-#include "per_device_once.h"
+#include "kernels/sm90/cutlass_smem.cuh"
 #include "validate.h"
 
 namespace qsgemm::kernels::sm90_blockwise {
@@ -224,15 +224,7 @@ struct BlockwiseGemm {
                    detail::cat("config ", name, " needs a ", workspace, "-byte workspace; blockwise_linear allocates none"));
     // The dynamic shared-memory limit is a per-kernel, per-device attribute: raise it once per
     // device, not per call (GemmUniversalAdapter::initialize would set it on every call).
-    static detail::PerDeviceOnce once;
-    detail::check_cuda(once.run(a.device,
-                                [] {
-                                  constexpr int smem = static_cast<int>(Kernel::SharedStorageSize);
-                                  if (smem < (48 << 10)) return cudaSuccess;
-                                  return cudaFuncSetAttribute(cutlass::device_kernel<Kernel>,
-                                                              cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-                                }),
-                       fn, "cudaFuncSetAttribute(max dynamic shared memory)");
+    detail::set_cutlass_smem_limit_once<Kernel>(fn, a.device);
     typename Kernel::Params params = Kernel::to_underlying_arguments(args, nullptr);
     st = Gemm::run(params, stream);
     detail::check_launch(fn, name.c_str());

@@ -19,7 +19,7 @@
 #include "cutlass/numeric_types.h"
 #include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
 #include "kernels/sm90/sparse24/sparse24_launch.h"
-#include "per_device_once.h"
+#include "kernels/sm90/cutlass_smem.cuh"
 #include "validate.h"
 
 namespace qsgemm::kernels {
@@ -142,17 +142,7 @@ struct Sm90Sparse24Gemm {
         detail::fail(fn, Status::kCudaError, "", detail::cat("stream-K workspace set-up failed: ", cutlassGetStatusString(ws)));
     }
 
-    // The dynamic shared-memory limit is a per-kernel, per-device attribute: raise it once per
-    // device, not per call.
-    static detail::PerDeviceOnce once;
-    detail::check_cuda(once.run(detail::current_device(),
-                                [] {
-                                  constexpr int smem = static_cast<int>(GemmKernel::SharedStorageSize);
-                                  if (smem < (48 << 10)) return cudaSuccess;
-                                  return cudaFuncSetAttribute(cutlass::device_kernel<GemmKernel>,
-                                                              cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-                                }),
-                       fn, "cudaFuncSetAttribute(max dynamic shared memory)");
+    detail::set_cutlass_smem_limit_once<GemmKernel>(fn, detail::current_device());
 
     typename GemmKernel::Params params = GemmKernel::to_underlying_arguments(args, StreamK ? a.workspace : nullptr);
     const cutlass::Status st = Gemm::run(params, stream);
