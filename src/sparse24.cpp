@@ -77,13 +77,16 @@ void check_config_index(const char* fn, int config) {
 // The workspace configuration `config` needs for M x N x K (0 without stream-K). Host arithmetic.
 size_t config_workspace_bytes(int64_t M, int64_t N, int64_t K, int sm_count, int config) {
   if (!config_table()[static_cast<size_t>(config)].stream_k) return 0;
-  kernels::Sparse24GemmArgs a;  // the size depends on the shape and the SM count only
+  kernels::Sparse24GemmArgs a;  // the size depends on the shape, the SM count and the tile order only
   a.m_tok = M;
   a.n_out = N;
   a.k = K;
   a.sm_count = sm_count;
   a.ldx = K;
   a.ldy = N;
+  const kernels::TileOrder order = kernels::sparse24_tile_order(M, N);  // as sparse24_linear launches it
+  a.swizzle = order.swizzle;
+  a.raster = order.raster;
   // At least 16 bytes: a stream-K configuration always takes a workspace, also where CUTLASS's
   // decomposition runs the shape as plain data-parallel tiles and needs none.
   return std::max<size_t>(kernels::sparse24_gemm_workspace_bytes(a, config), 16);
@@ -231,6 +234,7 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
                                " bytes of workspace for M=", x.rows, " N=", w.N, " K=", w.K, "; ", options.workspace_bytes,
                                " given"));
     a.workspace = options.workspace;
+    a.workspace_bytes = options.workspace_bytes;
   }
   const kernels::TileOrder order = kernels::sparse24_tile_order(x.rows, w.N);
   a.swizzle = order.swizzle;

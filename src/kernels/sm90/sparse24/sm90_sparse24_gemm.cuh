@@ -133,9 +133,9 @@ struct Sm90Sparse24Gemm {
     // Stream-K: the caller's workspace (src/sparse24.cpp checked its size and alignment); CUTLASS
     // zeroes its barrier flags with cudaMemsetAsync on the stream. The others need none.
     const size_t need = Gemm::get_workspace_size(args);
-    if (StreamK ? a.workspace == nullptr : need != 0)
+    if (StreamK ? a.workspace == nullptr || need > a.workspace_bytes : need != 0)
       detail::fail(fn, Status::kInternal, "",
-                   detail::cat("configuration needs ", need, " bytes of workspace and was given ", a.workspace ? "some" : "none"));
+                   detail::cat("configuration needs ", need, " bytes of workspace and was given ", a.workspace_bytes));
     if constexpr (StreamK) {
       const cutlass::Status ws = GemmKernel::initialize_workspace(args, a.workspace, stream);
       if (ws != cutlass::Status::kSuccess)

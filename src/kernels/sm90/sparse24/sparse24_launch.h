@@ -23,9 +23,10 @@ struct Sparse24GemmArgs {
   void* y = nullptr;  DType y_dtype = DType::kBF16;  int64_t ldy = 0;
   int sm_count = 0;
   int swizzle = 1, raster = 0;  // CUTLASS's tile order (tile_order.h)
-  // Stream-K configurations only: device memory of sparse24_gemm_workspace_bytes() bytes (16-byte
-  // aligned); null for the others.
+  // Stream-K configurations only: device memory of at least sparse24_gemm_workspace_bytes() bytes
+  // (16-byte aligned) and its size; null and 0 for the others.
   void* workspace = nullptr;
+  size_t workspace_bytes = 0;
 };
 
 // Runs configuration `config` (an index of QSGEMM_SPARSE24_CONFIGS). Throws qsgemm::Error when
