@@ -4,8 +4,9 @@
 // Per layer (weight N x K) the weight is random bf16, compressed once by qsgemm::sparse24_compress
 // (magnitude pruning, per-channel scales); activations are random e4m3 with random positive
 // per-token scales. qsgemm_us is sparse24_linear with bf16 output and no bias, the configuration the
-// heuristic picks, given a workspace (so it may pick a stream-K configuration). The baselines get dense random e4m3 / bf16 operands of the same shape (their
-// times do not depend on the values; cuSPARSELt prunes its own copy).
+// heuristic picks, given a workspace (so it may pick a stream-K configuration). The baselines get
+// dense random e4m3 / bf16 operands of the same shape (their times do not depend on the values;
+// cuSPARSELt prunes its own copy).
 //
 // rel_err: the float64 CPU reference (qsgemm::ref::gemm_sparse24_fp8) on the same quantized
 // operands, over up to 8 sampled tokens x 256 sampled output channels of every point (the output is

@@ -100,6 +100,8 @@ struct Sparse24LinearOptions {
   // that need none, and a forced stream-K configuration is an error. The call zeroes part of it
   // (cudaMemsetAsync on `stream`) before the kernel; do not share one workspace between calls that
   // may run concurrently. Results are deterministic either way (partial tiles are added in K order).
+  // The stream-K configurations promote partial sums (as fast_accum = false); with a workspace the
+  // heuristic may pick them for fast_accum requests too, where they measured faster.
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };
