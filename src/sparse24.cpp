@@ -217,22 +217,27 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   a.y_dtype = y.dtype;
   a.ldy = y.ld;
   a.sm_count = dev.sm_count;
-  // A stream-K choice runs only with a large enough workspace; otherwise the heuristic's choice among
-  // the configurations that need none.
+  // The workspace the configuration needs (0 without stream-K), worked out once. A stream-K choice
+  // of the heuristic runs only with a large enough workspace; otherwise the heuristic's choice
+  // among the configurations that need none.
   int config = options.config;
+  size_t need = 0;
   if (config < 0) {
     config = sparse24_choose_config(x.rows, w.N, w.K, dev.sm_count, options.fast_accum, options.workspace != nullptr);
-    if (config_table()[static_cast<size_t>(config)].stream_k &&
-        config_workspace_bytes(x.rows, w.N, w.K, dev.sm_count, config) > options.workspace_bytes)
+    need = config_workspace_bytes(x.rows, w.N, w.K, dev.sm_count, config);
+    if (need > options.workspace_bytes) {
       config = sparse24_choose_config(x.rows, w.N, w.K, dev.sm_count, options.fast_accum, false);
+      need = 0;
+    }
+  } else {
+    need = config_workspace_bytes(x.rows, w.N, w.K, dev.sm_count, config);
   }
-  if (config_table()[static_cast<size_t>(config)].stream_k) {
-    const size_t need = config_workspace_bytes(x.rows, w.N, w.K, dev.sm_count, config);
-    if (need > options.workspace_bytes)
-      detail::fail(fn, Status::kInvalidArgument, "options.workspace_bytes",
-                   detail::cat("configuration ", config, " (", sparse24_config(config).name(), ") needs ", need,
-                               " bytes of workspace for M=", x.rows, " N=", w.N, " K=", w.K, "; ", options.workspace_bytes,
-                               " given"));
+  if (need > options.workspace_bytes)  // a forced stream-K configuration
+    detail::fail(fn, Status::kInvalidArgument, "options.workspace_bytes",
+                 detail::cat("configuration ", config, " (", sparse24_config(config).name(), ") needs ", need,
+                             " bytes of workspace for M=", x.rows, " N=", w.N, " K=", w.K, "; ", options.workspace_bytes,
+                             " given"));
+  if (need > 0) {
     a.workspace = options.workspace;
     a.workspace_bytes = options.workspace_bytes;
   }
