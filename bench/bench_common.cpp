@@ -900,15 +900,34 @@ void ResultTable::print_row(const BenchRow& r) const {
   std::fflush(stdout);
 }
 
+void add_memcpy_baseline(BenchEnv& env, BenchRow& row) {
+  const auto bytes = static_cast<size_t>(row.bytes_moved / 2);
+  if (bytes == 0) return;
+  guarded(row, "cuda_memcpy_same_bytes", [&] {
+    DeviceBuffer src(bytes), dst(bytes);
+    QSB_CHECK_CUDA(cudaMemsetAsync(src.get(), 0x5A, bytes, env.stream));
+    const double us = env.timer->time_us(
+        [&](cudaStream_t s) {
+          QSB_CHECK_CUDA(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, s));
+        },
+        env.time);
+    row.baselines_us.emplace_back("cuda_memcpy_same_bytes", us);
+  });
+}
+
 void print_memory_row(const BenchRow& r, double copy_bandwidth_GBps) {
   std::printf("%-22s %-14s", r.family.c_str(), r.layer.c_str());
+  const auto pct = [&](double us) {
+    return 100.0 * static_cast<double>(r.bytes_moved) / (us * 1e-6) / 1e9 / copy_bandwidth_GBps;
+  };
   if (r.qsgemm_us) {
     const double gbps = static_cast<double>(r.bytes_moved) / (*r.qsgemm_us * 1e-6) / 1e9;
-    std::printf(" %10.2f us %8.0f GB/s  %5.1f%% of copy bandwidth", *r.qsgemm_us, gbps,
-                100.0 * gbps / copy_bandwidth_GBps);
+    std::printf(" %10.2f us %8.0f GB/s  %5.1f%% of copy bandwidth", *r.qsgemm_us, gbps, pct(*r.qsgemm_us));
   } else {
     std::printf(" %10s", "-");
   }
+  if (const auto m = r.baseline("cuda_memcpy_same_bytes"))
+    std::printf("  (memcpy of the same bytes: %.2f us, %.1f%%)", *m, pct(*m));
   if (r.rel_err) std::printf("  rel_err %.1e", *r.rel_err);
   std::printf("\n");
   if (!r.notes.empty()) std::printf("    note: %s\n", r.notes.c_str());

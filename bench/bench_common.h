@@ -272,6 +272,13 @@ class ResultTable {
 // One line per memory-bound row (quantizers, compression): µs, GB/s and the fraction of copy bandwidth.
 void print_memory_row(const BenchRow& row, double copy_bandwidth_GBps);
 
+// Times cudaMemcpyAsync (device to device) of row.bytes_moved / 2 bytes, i.e. the same bytes read
+// plus written as the row's kernel, with the row's timing options (L2 flushed before each run), into
+// row.baselines_us["cuda_memcpy_same_bytes"]: the floor for a memory-bound kernel of this size.
+// The copy bandwidth of the report comes from a 1 GiB copy; at tens of MB the fixed cost of a
+// launch is a visible part of the time, for the memcpy too.
+void add_memcpy_baseline(BenchEnv& env, BenchRow& row);
+
 // Short column label of a baseline ("cublaslt_fp8_rowwise" -> "lt_rowwise").
 std::string short_name(const std::string& baseline);
 

@@ -271,6 +271,7 @@ void bench_quant_per_token(BenchEnv& env, int64_t M, int64_t K) {
   const MatrixView xv(x.get(), DType::kBF16, M, K), qv(q.get(), DType::kE4M3, M, K);
   auto quantize = [&](cudaStream_t st) { quantize_fp8_per_token(xv, qv, scales.as<float>(), false, st); };
   const bool ran = x.get() && guarded(row, "qsgemm", [&] { row.qsgemm_us = env.timer->time_us(quantize, env.time); });
+  if (ran) add_memcpy_baseline(env, row);
   if (ran && env.check) {
     guarded(row, "rel_err", [&] {
       double num = 0, den = 0;
