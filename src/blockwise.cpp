@@ -19,8 +19,9 @@ bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity
   using G = ScaleGranularity;
   if (config < 0 || config >= kBlockwiseNumConfigs) return false;
   const BlockwiseConfig& c = kBlockwiseConfigs[config];
-  // Per-token x per-channel: the plain FP8 mainloop (or the skinny kernel), any tile.
+  // Per-token x per-channel: the mainloop with unit scales (or the skinny kernel), any tile.
   if (gx == G::kPerRow || gw == G::kPerRow) return gx == gw;
+  if (c.per_row_only) return false;
   if (gx != G::kGroup1x128 && gx != G::kBlock128x128) return false;
   if (gw != G::kGroup1x128 && gw != G::kBlock128x128) return false;
   // The skinny kernel reads any scale layout per 16-row warp tile (M <= 32 lies in one 128-row block).
@@ -64,6 +65,16 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
   // of 8 layer x M points at M = 4096..16384 and at most 2.4 % slower on the other two
   // (bench/results/h200/tune_tile_order.txt).
   return 0;
+}
+
+bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int sm_count) {
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  const int64_t m_tiles = ceil_div(M, 128);
+  const int64_t waves_128 = ceil_div(m_tiles * ceil_div(N, 128), sms);
+  const int64_t waves_192 = ceil_div(m_tiles * ceil_div(N, 192), sms);
+  const int64_t waste = ceil_div(N, 192) * 192 - N;
+  // 1.5 x 0.95 = 57 / 40; waste <= 1.5 % of N.
+  return 57 * waves_192 < 40 * waves_128 && 200 * waste <= 3 * N;
 }
 
 void run_blockwise_gemm(const BlockwiseGemmArgs& a, int config, cudaStream_t stream) {
@@ -165,6 +176,12 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   if (options.config < -1 || options.config >= kernels::kBlockwiseNumConfigs)
     detail::fail(fn, Status::kInvalidArgument, "options.config",
                  detail::cat("config ", options.config, " is outside [-1, ", kernels::kBlockwiseNumConfigs, ")"));
+  if (options.config >= 0 && kernels::kBlockwiseConfigs[options.config].per_row_only &&
+      !kernels::blockwise_config_supports(options.config, gx, gw))
+    detail::fail(fn, Status::kInvalidArgument, "options.config",
+                 detail::cat("config ", options.config, " (", kernels::kBlockwiseConfigs[options.config].name(),
+                             ") serves x_scale per_row with w_scale per_row only; got x_scale ", granularity_name(gx),
+                             " with w_scale ", granularity_name(gw)));
   if (options.config >= 0 && !kernels::blockwise_config_supports(options.config, gx, gw))
     detail::fail(fn, Status::kInvalidArgument, "options.config",
                  detail::cat("config ", options.config, " (", kernels::kBlockwiseConfigs[options.config].name(),
@@ -238,9 +255,16 @@ std::string blockwise_config_name(int index) {
   return kernels::kBlockwiseConfigs[index].name();
 }
 
+bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity gw) {
+  return kernels::blockwise_config_supports(index, gx, gw);
+}
+
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                             int sm_count) {
   const int config = kernels::blockwise_choose_config(M, N, K, sm_count);
+  if (gx == ScaleGranularity::kPerRow && gw == ScaleGranularity::kPerRow && config == 0 &&
+      kernels::blockwise_per_row_wide_tile(M, N, sm_count))
+    return kernels::kPerRowWideConfig;
   return kernels::blockwise_config_supports(config, gx, gw) ? config : 0;  // 0 serves every pair
 }
 

@@ -50,8 +50,13 @@ struct BlockwiseOptions {
 int blockwise_num_configs();
 // e.g. "128x128x128_c1x1_coop"; kInvalidArgument for an index outside [0, blockwise_num_configs()).
 std::string blockwise_config_name(int index);
+// Whether configuration `index` serves the scale pair (gx, gw): the 64-row tile cannot hold
+// x_scale kBlock128x128, the 128x192 tile serves per_row x per_row only. False for an index
+// outside the table or a pair that blockwise_linear rejects.
+bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity gw);
 // The configuration blockwise_linear runs for this problem when options.config == -1: the pure
-// heuristic's pick, or configuration 0 where that pick cannot serve the scale granularities.
+// heuristic's pick (per_row x per_row may take the 128x192 tile where its waves come out fewer),
+// or configuration 0 where that pick cannot serve the scale granularities.
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                             int sm_count);
 

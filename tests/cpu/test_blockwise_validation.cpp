@@ -180,10 +180,16 @@ TEST(BlockwiseValidation, Bias) {
 
 TEST(BlockwiseValidation, Config) {
   Case c;
-  c.opt.config = 4;
-  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config 4 is outside [-1, 4)", "options.config");
+  c.opt.config = 5;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config 5 is outside [-1, 5)", "options.config");
   c.opt.config = -2;
-  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config -2 is outside [-1, 4)", "options.config");
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config -2 is outside [-1, 5)", "options.config");
+  // The 128x192 tile serves per-row scales only.
+  c.opt.config = 4;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "config 4 (128x192x128_c1x1_coop) serves x_scale per_row with w_scale per_row only; got x_scale "
+               "group_1x128 with w_scale block_128x128",
+               "options.config");
   // The skinny kernel serves M <= 32 only.
   c = Case{};
   c.x.rows = c.y.rows = 33;
@@ -256,16 +262,17 @@ TEST(BlockwiseValidation, ValidInputWithoutGpuIsUnsupported) {
 // ---- configuration table and heuristic ---------------------------------------------------------
 
 using kernels::blockwise_choose_config;
-using kernels::blockwise_config_supports;
 using kernels::kBlockwiseConfigs;
 using kernels::kBlockwiseNumConfigs;
 
 TEST(BlockwiseConfigs, TableAndNames) {
-  ASSERT_EQ(kBlockwiseNumConfigs, 4);
+  ASSERT_EQ(kBlockwiseNumConfigs, 5);
   EXPECT_EQ(kBlockwiseConfigs[0].name(), "128x128x128_c1x1_coop");
   EXPECT_EQ(kBlockwiseConfigs[1].name(), "64x128x128_c1x1_pingpong");
   EXPECT_EQ(kBlockwiseConfigs[2].name(), "128x128x128_c1x2_coop");
   EXPECT_EQ(kBlockwiseConfigs[3].name(), "skinny_m32_splitk");
+  EXPECT_EQ(kBlockwiseConfigs[4].name(), "128x192x128_c1x1_coop");
+  EXPECT_EQ(blockwise_config_name(4), "128x192x128_c1x1_coop");
   std::set<std::string> names;
   for (const auto& c : kBlockwiseConfigs) {
     EXPECT_EQ(c.tile_k, 128) << c.name() << ": the K tile must equal the scale group";
@@ -273,7 +280,8 @@ TEST(BlockwiseConfigs, TableAndNames) {
       names.insert(c.name());
       continue;
     }
-    EXPECT_EQ(c.tile_n % 128, 0) << c.name() << ": 128x128 weight-scale blocks must cover whole tiles";
+    if (!c.per_row_only)
+      EXPECT_EQ(c.tile_n % 128, 0) << c.name() << ": 128x128 weight-scale blocks must cover whole tiles";
     if (c.schedule == kernels::BlockwiseSchedule::kCooperative) EXPECT_GE(c.tile_m, 128) << c.name();
     names.insert(c.name());
   }
@@ -285,19 +293,59 @@ TEST(BlockwiseConfigs, Supports) {
                         {G::kBlock128x128, G::kBlock128x128}, {G::kBlock128x128, G::kGroup1x128},
                         {G::kPerRow, G::kPerRow}};
   // Configuration 0 is the fallback of the heuristic: it must serve every valid pair.
-  for (const auto& p : valid) EXPECT_TRUE(blockwise_config_supports(0, p[0], p[1]));
-  EXPECT_FALSE(blockwise_config_supports(1, G::kBlock128x128, G::kBlock128x128));
-  EXPECT_FALSE(blockwise_config_supports(1, G::kBlock128x128, G::kGroup1x128));
-  EXPECT_TRUE(blockwise_config_supports(1, G::kGroup1x128, G::kBlock128x128));
-  EXPECT_TRUE(blockwise_config_supports(1, G::kPerRow, G::kPerRow));
-  for (const auto& p : valid) EXPECT_TRUE(blockwise_config_supports(2, p[0], p[1]));
-  for (const auto& p : valid) EXPECT_TRUE(blockwise_config_supports(3, p[0], p[1]));
-  EXPECT_FALSE(blockwise_config_supports(3, G::kPerRow, G::kGroup1x128));
-  EXPECT_FALSE(blockwise_config_supports(0, G::kPerRow, G::kBlock128x128));
-  EXPECT_FALSE(blockwise_config_supports(0, G::kGroup1x128, G::kPerRow));
-  EXPECT_FALSE(blockwise_config_supports(0, G::kPerTensor, G::kBlock128x128));
-  EXPECT_FALSE(blockwise_config_supports(-1, G::kGroup1x128, G::kBlock128x128));
-  EXPECT_FALSE(blockwise_config_supports(kBlockwiseNumConfigs, G::kGroup1x128, G::kBlock128x128));
+  for (const auto& p : valid) EXPECT_TRUE(kernels::blockwise_config_supports(0, p[0], p[1]));
+  EXPECT_FALSE(kernels::blockwise_config_supports(1, G::kBlock128x128, G::kBlock128x128));
+  EXPECT_FALSE(kernels::blockwise_config_supports(1, G::kBlock128x128, G::kGroup1x128));
+  EXPECT_TRUE(kernels::blockwise_config_supports(1, G::kGroup1x128, G::kBlock128x128));
+  EXPECT_TRUE(kernels::blockwise_config_supports(1, G::kPerRow, G::kPerRow));
+  for (const auto& p : valid) EXPECT_TRUE(kernels::blockwise_config_supports(2, p[0], p[1]));
+  for (const auto& p : valid) EXPECT_TRUE(kernels::blockwise_config_supports(3, p[0], p[1]));
+  EXPECT_FALSE(kernels::blockwise_config_supports(3, G::kPerRow, G::kGroup1x128));
+  EXPECT_FALSE(kernels::blockwise_config_supports(0, G::kPerRow, G::kBlock128x128));
+  EXPECT_FALSE(kernels::blockwise_config_supports(0, G::kGroup1x128, G::kPerRow));
+  EXPECT_FALSE(kernels::blockwise_config_supports(0, G::kPerTensor, G::kBlock128x128));
+  EXPECT_FALSE(kernels::blockwise_config_supports(-1, G::kGroup1x128, G::kBlock128x128));
+  EXPECT_FALSE(kernels::blockwise_config_supports(kBlockwiseNumConfigs, G::kGroup1x128, G::kBlock128x128));
+  // The 128x192 tile: per-row scales only (a 192-wide tile cannot hold whole 128-row weight blocks).
+  EXPECT_TRUE(kernels::blockwise_config_supports(4, G::kPerRow, G::kPerRow));
+  for (const auto& p : valid)
+    if (p[0] != G::kPerRow) EXPECT_FALSE(kernels::blockwise_config_supports(4, p[0], p[1])) << granularity_name(p[0]);
+  // The public query says the same.
+  for (int c = -1; c <= kBlockwiseNumConfigs; ++c)
+    for (const auto& p : valid) EXPECT_EQ(qsgemm::blockwise_config_supports(c, p[0], p[1]), kernels::blockwise_config_supports(c, p[0], p[1]));
+}
+
+// Per-row scales take the 128x192 tile where its waves come out fewer (1.425 128x128 waves each)
+// and its last tile is nearly full (measured: bench/results/h200/tune_perrow_192.txt).
+TEST(BlockwiseHeuristic, PerRowWideTile) {
+  const auto wide = [](int64_t M, int64_t N) { return kernels::blockwise_per_row_wide_tile(M, N, 132); };
+  // Measured wins: 6144 rows (32 tiles of 192) from M = 512; 2112 rows (11 tiles) from M = 1024;
+  // 24576 / 32768 / 57344 rows from M = 1024.
+  for (int64_t M : {512, 2048, 4096, 8192}) EXPECT_TRUE(wide(M, 6144)) << M;
+  for (int64_t M : {1024, 4096, 8192}) EXPECT_TRUE(wide(M, 2112)) << M;
+  for (int64_t N : {24576, 32768, 57344})
+    for (int64_t M : {1024, 2048, 4096, 8192}) EXPECT_TRUE(wide(M, N)) << M << "x" << N;
+  EXPECT_TRUE(wide(256, 10240)) << "1.21 waves of 128x128 against 0.82 of 128x192 (measured 1.37x)";
+  // Measured losses: 4096 rows (3.1 % of the last tile wasted) everywhere, 7168 rows (1.8 %),
+  // 8192 rows below M = 4096, one-wave problems.
+  for (int64_t M : {256, 512, 1024, 2048, 4096, 8192, 16384}) {
+    EXPECT_FALSE(wide(M, 4096)) << M;
+    EXPECT_FALSE(wide(M, 7168)) << M;
+  }
+  for (int64_t M : {256, 512, 1024, 2048}) EXPECT_FALSE(wide(M, 8192)) << M;
+  for (int64_t N : {2112, 6144, 8192}) EXPECT_FALSE(wide(256, N)) << N;
+  // The public choice: per_row x per_row only, and only where the 128x128 tile was the pick.
+  EXPECT_EQ(qsgemm::blockwise_choose_config(4096, 6144, 4096, G::kPerRow, G::kPerRow, 132), 4);
+  EXPECT_EQ(qsgemm::blockwise_choose_config(4096, 6144, 4096, G::kGroup1x128, G::kBlock128x128, 132), 0);
+  EXPECT_EQ(qsgemm::blockwise_choose_config(4096, 6144, 4096, G::kGroup1x128, G::kGroup1x128, 132), 0);
+  EXPECT_EQ(qsgemm::blockwise_choose_config(4096, 4096, 4096, G::kPerRow, G::kPerRow, 132), 0);
+  EXPECT_EQ(qsgemm::blockwise_choose_config(8, 6144, 4096, G::kPerRow, G::kPerRow, 132), 3) << "decode: skinny";
+  for (int64_t M = 1; M <= 70000; M = M * 3 + 1)
+    for (int64_t N : {8, 2112, 6144, 24576, 129280}) {
+      const int c = qsgemm::blockwise_choose_config(M, N, 4096, G::kPerRow, G::kPerRow, 132);
+      if (c == 4) EXPECT_EQ(blockwise_choose_config(M, N, 4096, 132), 0) << M << "x" << N;
+      EXPECT_EQ(c == 4, blockwise_choose_config(M, N, 4096, 132) == 0 && wide(M, N)) << M << "x" << N;
+    }
 }
 
 // The tuned decode rule (bench/results/h200/tune_skinny.jsonl): the skinny kernel at M <= 8 unless K
@@ -423,8 +471,8 @@ TEST(BlockwiseConfigs, PublicTableAndChoice) {
   using qsgemm::ScaleGranularity;
   ASSERT_EQ(qsgemm::blockwise_num_configs(), qsgemm::kernels::kBlockwiseNumConfigs);
   EXPECT_EQ(qsgemm::blockwise_config_name(0), "128x128x128_c1x1_coop");
-  qsgemm::test::expect_error([] { qsgemm::blockwise_config_name(4); }, qsgemm::Status::kInvalidArgument,
-                             "config index 4");
+  qsgemm::test::expect_error([] { qsgemm::blockwise_config_name(5); }, qsgemm::Status::kInvalidArgument,
+                             "config index 5 is outside [0, 5)");
   // Decode sizes over a long K pick the skinny kernel for every pair; otherwise small M picks the
   // 64-row tile, except where x has 128x128 blocks (it cannot serve them).
   EXPECT_EQ(qsgemm::blockwise_choose_config(8, 4096, 7168, ScaleGranularity::kBlock128x128,

@@ -375,16 +375,18 @@ TEST_F(BlockwiseGpu, EveryConfigForced) {
         c.gw = gw;
         c.config = config;
         c.bias = BiasKind::kOut;
-        if (gx == G::kBlock128x128 && config == 1) {
-          // The 64-row tile cannot hold whole 128-row x-scale blocks: rejected, not mis-computed.
+        if (!blockwise_config_supports(config, gx, gw)) {
+          // The 64-row tile cannot hold whole 128-row x-scale blocks, the 128x192 tile whole
+          // 128-row weight blocks (it serves per-row scales only): rejected, not mis-computed.
           MatrixView x(reinterpret_cast<void*>(0x1000), DType::kE4M3, M, K);
           try {
             blockwise_linear(x, ScaleView{reinterpret_cast<const float*>(0x2000), gx, 0},
                              MatrixView(reinterpret_cast<void*>(0x3000), DType::kE4M3, N, K),
                              ScaleView{reinterpret_cast<const float*>(0x4000), gw, 0}, VectorView{},
-                             MatrixView(reinterpret_cast<void*>(0x5000), DType::kBF16, M, N), BlockwiseOptions{1},
+                             MatrixView(reinterpret_cast<void*>(0x5000), DType::kBF16, M, N), BlockwiseOptions{config},
                              stream_);
-            ADD_FAILURE() << "config 1 accepted x_scale block_128x128";
+            ADD_FAILURE() << "config " << config << " accepted x_scale " << granularity_name(gx) << " with w_scale "
+                          << granularity_name(gw);
           } catch (const Error& e) {
             EXPECT_EQ(e.code(), Status::kInvalidArgument) << e.what();
           }
@@ -393,6 +395,25 @@ TEST_F(BlockwiseGpu, EveryConfigForced) {
         run_case(c, rng, stream_);
         if (HasFatalFailure()) return;
       }
+}
+
+// Per-row scales on shapes where the heuristic takes the 128x192 tile (configuration 4): partial
+// tiles along M and a partial last K group, through blockwise_linear's own choice.
+TEST_F(BlockwiseGpu, PerRowWideTileByHeuristic) {
+  std::mt19937 rng(651);
+  for (const auto& [M, N, K, out] : {std::tuple<int64_t, int64_t, int64_t, DType>{1000, 6144, 400, DType::kBF16},
+                                     std::tuple<int64_t, int64_t, int64_t, DType>{4099, 2112, 256, DType::kF32}}) {
+    ASSERT_EQ(blockwise_choose_config(M, N, K, G::kPerRow, G::kPerRow, 132), 4) << M << "x" << N << "x" << K;
+    Case c;
+    c.M = M;
+    c.N = N;
+    c.K = K;
+    c.gx = c.gw = G::kPerRow;
+    c.out = out;
+    c.bias = out == DType::kF32 ? BiasKind::kF32 : BiasKind::kOut;
+    run_case(c, rng, stream_);
+    if (HasFatalFailure()) return;
+  }
 }
 
 // Leading dimensions larger than the rows (X, W, Y, and the M-major x scales), with NaN padding.

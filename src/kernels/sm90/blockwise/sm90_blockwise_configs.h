@@ -36,6 +36,8 @@ struct BlockwiseConfig {
   int tile_m, tile_n, tile_k;
   int cluster_m, cluster_n;
   BlockwiseSchedule schedule;
+  // Instantiated for per-token x per-channel scales (kPerRow x kPerRow) only.
+  bool per_row_only = false;
 
   // e.g. "128x128x128_c1x1_coop"; "skinny_m32_splitk" for the skinny kernel.
   std::string name() const {
@@ -58,11 +60,21 @@ struct BlockwiseConfig {
 //      n8 tiles, K split over warps and over a cluster of up to 8 CTAs (reduced through distributed
 //      shared memory, no workspace). tile_m is the largest M it serves, tile_n the rows of one MMA
 //      tile of W. Not CUTLASS; see sm90_blockwise_skinny.cu and SkinnyShape below.
+//   4: 128x192 for per-token x per-channel scales only (a 192-wide tile cannot hold whole 128x128
+//      weight-scale blocks). Each consumer warpgroup holds a 64x192 float32 tile plus the 64x192
+//      wgmma tile being promoted: 192 registers of accumulators, 168 per thread after ptxas with
+//      no spills; 128x256 needs 256 and spilled (560 bytes), running at a third of the speed.
+//      1.5x the work per tile for 1.25x the operand bytes: measured on the H200 against
+//      configuration 0 (same run, bit-identical output), 2-10 % faster on weights of 6144, 24576,
+//      28672, 32768 and 57344 rows from M = 512, up to 1.39x where the 192-wide tiles need fewer
+//      waves (2112 rows at M = 1024), and 3-25 % slower on 4096, 7168 and (below M = 4096) 8192
+//      rows; blockwise_per_row_wide_tile says where (bench/results/h200/tune_perrow_192.txt).
 inline constexpr BlockwiseConfig kBlockwiseConfigs[] = {
     {128, 128, 128, 1, 1, BlockwiseSchedule::kCooperative},
     {64, 128, 128, 1, 1, BlockwiseSchedule::kPingpong},
     {128, 128, 128, 1, 2, BlockwiseSchedule::kCooperative},
     {32, 16, 128, 1, 1, BlockwiseSchedule::kSkinny},
+    {128, 192, 128, 1, 1, BlockwiseSchedule::kCooperative, true},
 };
 inline constexpr int kBlockwiseNumConfigs = static_cast<int>(sizeof(kBlockwiseConfigs) / sizeof(kBlockwiseConfigs[0]));
 
@@ -81,14 +93,31 @@ struct SkinnyShape {
 // cluster > 0 forces C (the caller checks C x KW <= ceil(K/128)); 0 chooses it.
 SkinnyShape skinny_shape(int M, int N, int K, int sm_count, int cluster = 0);
 
+// The 128x192 per-row configuration (index kPerRowWideConfig).
+inline constexpr int kPerRowWideConfig = 4;
+static_assert(kBlockwiseConfigs[kPerRowWideConfig].per_row_only && kBlockwiseConfigs[kPerRowWideConfig].tile_n == 192,
+              "kPerRowWideConfig must name the 128x192 per-row row");
+
 // Whether configuration `config` is instantiated for the scale granularities (gx, gw) — a valid
 // pair of include/qsgemm/blockwise.h. A 128-row scale block must cover whole tiles along M.
 bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity gw);
 
 // Pure heuristic: the configuration index for Y[M,N] = X[M,K]·W[N,K]ᵀ on a GPU with `sm_count` SMs
 // (sm_count <= 0: assume an H100/H200 with 132). It does not look at the scale granularities:
-// blockwise_linear falls back to configuration 0 where the choice does not support them.
+// qsgemm::blockwise_choose_config (blockwise.h) refines it for per-row scales
+// (blockwise_per_row_wide_tile) and falls back to configuration 0 where the choice does not support
+// the pair.
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count);
+
+// Pure: whether per-row scales should take the 128x192 tile (kPerRowWideConfig) where
+// blockwise_choose_config picked the 128x128 one. A wave model fitted to the H200 measurements:
+// the 192-wide tile is taken when its waves, each charged 1.5 x 0.95 of a 128x128 wave, come to
+// fewer than the 128x128 tile's, and only on weights whose last 192-row tile is nearly full
+// (at most 1.5 % of N wasted: 4096 rows waste 3.1 % and measured 8-13 % slower even at M = 8192,
+// 7168 rows 1.8 % and 2-3 % slower at M = 8192). Over 142 measurements (71 layer x M points,
+// M = 256..8192, two runs) it picks the slower tile on 16, by at most 2.5 %; geometric mean
+// 3.7 % above configuration 0 alone (the faster tile at every point: 3.85 %).
+bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int sm_count);
 
 // Everything one launch needs (validated by src/blockwise.cpp). Scale layouts are those of
 // include/qsgemm/blockwise.h; per-row scales (gx == gw == kPerRow) are applied in the epilogue.

@@ -241,10 +241,12 @@ void run_config(const BlockwiseGemmArgs& a, cudaStream_t stream) {
   const bool w_block = a.gw == G::kBlock128x128;
   if (a.gx == G::kPerRow && a.gw == G::kPerRow)
     return BlockwiseGemm<ElementD, kConfig, kPerRowScales, kPerRowScales>::run(a, stream);
-  if (a.gx == G::kGroup1x128 && (w_block || a.gw == G::kGroup1x128))
-    return w_block ? BlockwiseGemm<ElementD, kConfig, 1, 128>::run(a, stream)
-                   : BlockwiseGemm<ElementD, kConfig, 1, 1>::run(a, stream);
-  if constexpr (kBlockwiseConfigs[kConfig].tile_m % 128 == 0) {
+  if constexpr (!kBlockwiseConfigs[kConfig].per_row_only) {
+    if (a.gx == G::kGroup1x128 && (w_block || a.gw == G::kGroup1x128))
+      return w_block ? BlockwiseGemm<ElementD, kConfig, 1, 128>::run(a, stream)
+                     : BlockwiseGemm<ElementD, kConfig, 1, 1>::run(a, stream);
+  }
+  if constexpr (!kBlockwiseConfigs[kConfig].per_row_only && kBlockwiseConfigs[kConfig].tile_m % 128 == 0) {
     if (a.gx == G::kBlock128x128 && (w_block || a.gw == G::kGroup1x128))
       return w_block ? BlockwiseGemm<ElementD, kConfig, 128, 128>::run(a, stream)
                      : BlockwiseGemm<ElementD, kConfig, 128, 1>::run(a, stream);
@@ -257,11 +259,12 @@ void run_config(const BlockwiseGemmArgs& a, cudaStream_t stream) {
 template <class ElementD>
 void run_for_output(const BlockwiseGemmArgs& a, int config, cudaStream_t stream) {
   // Configuration kSkinnyConfig (3) is not CUTLASS: run_blockwise_gemm sends it to run_blockwise_skinny.
-  static_assert(kBlockwiseNumConfigs == 4, "add the new configuration to this switch");
+  static_assert(kBlockwiseNumConfigs == 5, "add the new configuration to this switch");
   switch (config) {
     case 0: return run_config<ElementD, 0>(a, stream);
     case 1: return run_config<ElementD, 1>(a, stream);
     case 2: return run_config<ElementD, 2>(a, stream);
+    case 4: return run_config<ElementD, 4>(a, stream);
     default: break;
   }
   detail::fail("blockwise_linear", Status::kInternal, "", detail::cat("config index ", config, " is not in the table"));

@@ -1,5 +1,5 @@
 // Blockwise FP8 GEMM kernels with fp16 output: every configuration x every scale-granularity pair it
-// supports (13 kernels, see sm90_blockwise_configs.h). One file per output dtype so that the three
+// supports (14 kernels, see sm90_blockwise_configs.h). One file per output dtype so that the three
 // compile in parallel.
 #include "kernels/sm90/blockwise/sm90_blockwise_gemm.cuh"
 
