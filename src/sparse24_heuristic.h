@@ -32,10 +32,26 @@ struct Tile {
 // Each family from the smallest tile to the largest (indices of QSGEMM_SPARSE24_CONFIGS).
 inline constexpr Tile kDefault[] = {{0, 64, 32}, {1, 64, 64}, {2, 64, 128}, {3, 128, 128}};
 inline constexpr Tile kFast[] = {{4, 64, 32}, {5, 64, 64}, {6, 64, 128}, {7, 128, 128}, {8, 128, 256}};
+inline constexpr Tile kWide = {9, 128, 192};  // promoted accumulation, cluster 1x1
 }  // namespace sparse24_detail
 
+// The 128x192 tile (configuration 9, promoted accumulation) from 8192 tokens, where the 192-wide
+// token tiles waste at most 1.5 % of M. Measured on the H200 against configuration 3 (128x128,
+// cluster 1x2) on the 12 benchmark layers, same run, with the tile order of sparse24_tile_order
+// (bench/results/h200/tune_sparse24_192.txt; 57344x8192 not run past 4096 tokens, 8192x28672
+// not at 16384): 1.03-1.12x at 8192 tokens on 10 of 11 layers (4096x14336: 478 against 524 us)
+// and 0.97x on 28672x4096; 1.03-1.21x at 16384 on all 10 (the 1280-row shard: 180 against 219 us);
+// but
+// 0.84-0.92x at 4096 tokens (22 tiles of 192: 3 % wasted, and fewer, longer waves) and worse
+// below. With a 1x2 cluster it lost at 8192 too.
+// Fast accumulation keeps its own rule (its 128x256 tile fits without the promoted copy).
+inline bool sparse24_wide_token_tile(int64_t M_tokens) {
+  const int64_t waste = (M_tokens + 191) / 192 * 192 - M_tokens;
+  return M_tokens >= 8192 && 200 * waste <= 3 * M_tokens;
+}
+
 // Stream-K (when the caller gives a workspace): the cooperative 128x32 / 128x128 tiles on CUTLASS's
-// stream-K scheduler (configurations 9 and 10) win where the tile rule above leaves a ragged last
+// stream-K scheduler (configurations 10 and 11) win where the tile rule above leaves a ragged last
 // wave or where every CTA would read the same token rows at the same time. Measured on the H200
 // (`qsgemm tune sparse24`, 12 layers x M = 1 ... 4096, bench/results/h200/tune_sparse24.jsonl;
 // gains over the best configuration without stream-K):
@@ -54,12 +70,13 @@ inline int sparse24_heuristic_stream_k(int64_t M_tokens, int64_t N_out, int sm_c
   const int64_t sms = sm_count > 0 ? sm_count : 132;
   const int64_t rows64 = (N_out + 63) / 64;
   const auto last_wave_at_most_half = [&](int64_t tiles) { return tiles % sms != 0 && tiles % sms <= sms / 2; };
-  if (M_tokens <= 32 && rows64 >= sms && last_wave_at_most_half(rows64)) return 9;
-  if (M_tokens <= 8 && rows64 >= 4 * sms) return 9;
-  if (M_tokens > 64 && M_tokens <= 128 && rows64 >= sms) return 10;
+  constexpr int k128x32 = 10, k128x128 = 11;  // QSGEMM_SPARSE24_STREAMK_CONFIGS
+  if (M_tokens <= 32 && rows64 >= sms && last_wave_at_most_half(rows64)) return k128x32;
+  if (M_tokens <= 8 && rows64 >= 4 * sms) return k128x32;
+  if (M_tokens > 64 && M_tokens <= 128 && rows64 >= sms) return k128x128;
   const int64_t tiles128 = ((N_out + 127) / 128) * ((M_tokens + 127) / 128);
-  if (M_tokens > 128 && M_tokens <= 256 && tiles128 >= sms && 2 * tiles128 <= 3 * sms) return 10;
-  if (M_tokens >= 2048 && tiles128 < 4 * sms && last_wave_at_most_half(tiles128)) return 10;
+  if (M_tokens > 128 && M_tokens <= 256 && tiles128 >= sms && 2 * tiles128 <= 3 * sms) return k128x128;
+  if (M_tokens >= 2048 && tiles128 < 4 * sms && last_wave_at_most_half(tiles128)) return k128x128;
   return -1;
 }
 
@@ -71,6 +88,11 @@ inline int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm
     const int c = sparse24_heuristic_stream_k(M_tokens, N_out, sm_count);
     if (c >= 0) return c;
   }
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  auto tiles = [&](const Tile& t) { return ((N_out + t.tile_m - 1) / t.tile_m) * ((M_tokens + t.tile_n - 1) / t.tile_n); };
+  // The wide tile where it won, if it leaves at least half as many tiles as SMs (as below).
+  if (!fast_accum && sparse24_wide_token_tile(M_tokens) && 2 * tiles(sparse24_detail::kWide) >= sms)
+    return sparse24_detail::kWide.index;
   const Tile* family = fast_accum ? sparse24_detail::kFast : sparse24_detail::kDefault;
   int i;  // by tokens
   if (M_tokens <= 32) i = 0;
@@ -79,8 +101,6 @@ inline int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm
   else if (!fast_accum || M_tokens <= 256 || M_tokens > 8192) i = 3;
   else i = 4;
   // by weight rows: at least half as many tiles as SMs
-  const int64_t sms = sm_count > 0 ? sm_count : 132;
-  auto tiles = [&](const Tile& t) { return ((N_out + t.tile_m - 1) / t.tile_m) * ((M_tokens + t.tile_n - 1) / t.tile_n); };
   while (i > 0 && 2 * tiles(family[i]) < sms) --i;
   return family[i].index;
 }

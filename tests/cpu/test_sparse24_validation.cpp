@@ -220,40 +220,40 @@ TEST(Sparse24Heuristic, TileOrder) {
   for (int64_t n : {64, 1280, 2047}) EXPECT_EQ(kernels::sparse24_tile_order(16384, n).swizzle, 1) << n;
 }
 
-// The stream-K configurations (9, 10) and the rule that picks them when the caller has a workspace
+// The stream-K configurations (10, 11) and the rule that picks them when the caller has a workspace
 // (src/sparse24_heuristic.h; measured: bench/results/h200/tune_sparse24.jsonl).
 TEST(Sparse24Heuristic, StreamKWhereItWon) {
   for (int i = 0; i < sparse24_num_configs(); ++i) {
     const Sparse24Config c = sparse24_config(i);
-    EXPECT_EQ(c.stream_k, i >= 9) << i;
+    EXPECT_EQ(c.stream_k, i >= 10) << i;
     EXPECT_EQ(c.name().find("_streamk") != std::string::npos, c.stream_k) << c.name();
     if (c.stream_k) {
       EXPECT_TRUE(c.cooperative) << "CUTLASS's stream-K scheduler runs on the cooperative kernel only";
       EXPECT_FALSE(c.fast_accum);
     }
   }
-  EXPECT_EQ(sparse24_config(9).name(), "128x32x256_c1x1_coop_streamk");
-  EXPECT_EQ(sparse24_config(10).name(), "128x128x256_c1x1_coop_streamk");
+  EXPECT_EQ(sparse24_config(10).name(), "128x32x256_c1x1_coop_streamk");
+  EXPECT_EQ(sparse24_config(11).name(), "128x128x256_c1x1_coop_streamk");
   auto pick = [](int64_t m, int64_t n, int64_t k, bool fast = false) { return sparse24_choose_config(m, n, k, 132, fast, true); };
   auto plain = [](int64_t m, int64_t n, int64_t k, bool fast = false) { return sparse24_choose_config(m, n, k, 132, fast, false); };
   for (bool fast : {false, true}) {
     for (int64_t m : {1, 8, 16, 32}) {
-      EXPECT_EQ(pick(m, 10240, 8192, fast), 9) << m;  // 160 64-row tiles: a 28-tile last wave
-      EXPECT_EQ(pick(m, 28672, 4096, fast), 9) << m;  // 448: 52
+      EXPECT_EQ(pick(m, 10240, 8192, fast), 10) << m;  // 160 64-row tiles: a 28-tile last wave
+      EXPECT_EQ(pick(m, 28672, 4096, fast), 10) << m;  // 448: 52
       for (auto [n, k] : {std::pair<int64_t, int64_t>{1280, 8192}, {4096, 4096}, {4096, 14336}, {6144, 4096},
                           {7168, 8192}, {8192, 1024}, {8192, 3584}, {8192, 8192}, {8192, 28672}})
         EXPECT_EQ(pick(m, n, k, fast), plain(m, n, k, fast)) << m << "x" << n << ": one wave or less";
     }
-    EXPECT_EQ(pick(1, 57344, 8192, fast), 9);  // 896 tiles: tokens read in lockstep
-    EXPECT_EQ(pick(8, 57344, 8192, fast), 9);
+    EXPECT_EQ(pick(1, 57344, 8192, fast), 10);  // 896 tiles: tokens read in lockstep
+    EXPECT_EQ(pick(8, 57344, 8192, fast), 10);
     EXPECT_EQ(pick(16, 57344, 8192, fast), plain(16, 57344, 8192, fast));
     EXPECT_EQ(pick(64, 10240, 8192, fast), plain(64, 10240, 8192, fast));
-    for (int64_t n : {10240, 28672, 57344}) EXPECT_EQ(pick(128, n, 8192, fast), 10) << n;
+    for (int64_t n : {10240, 28672, 57344}) EXPECT_EQ(pick(128, n, 8192, fast), 11) << n;
     EXPECT_EQ(pick(128, 8192, 8192, fast), plain(128, 8192, 8192, fast));
-    EXPECT_EQ(pick(256, 10240, 8192, fast), 10);
+    EXPECT_EQ(pick(256, 10240, 8192, fast), 11);
     EXPECT_EQ(pick(256, 28672, 4096, fast), plain(256, 28672, 4096, fast));
-    EXPECT_EQ(pick(2048, 1280, 8192, fast), 10);
-    EXPECT_EQ(pick(4096, 1280, 8192, fast), 10);
+    EXPECT_EQ(pick(2048, 1280, 8192, fast), 11);
+    EXPECT_EQ(pick(4096, 1280, 8192, fast), 11);
     EXPECT_EQ(pick(2048, 4096, 4096, fast), plain(2048, 4096, 4096, fast));
     for (int64_t m : {512, 1024, 8192, 16384})
       for (int64_t n : {1280, 4096, 8192, 10240, 28672, 57344})
@@ -266,6 +266,31 @@ TEST(Sparse24Heuristic, StreamKWhereItWon) {
         for (bool fast : {false, true}) EXPECT_FALSE(sparse24_config(sparse24_choose_config(m, n, 8192, sms, fast)).stream_k);
 }
 
+// The 128x192 tile (configuration 9) from 8192 tokens where its token tiles waste at most 1.5 %
+// of M; fast accumulation keeps its own tiles (measured: bench/results/h200/tune_sparse24_192.txt).
+TEST(Sparse24Heuristic, WideTokenTileFrom8192) {
+  EXPECT_EQ(sparse24_config(9).name(), "128x192x256_c1x1_coop");
+  EXPECT_FALSE(sparse24_config(9).fast_accum);
+  EXPECT_FALSE(sparse24_config(9).stream_k);
+  for (int64_t n : {1280, 4096, 8192, 28672, 57344})
+    for (bool sk : {false, true}) {
+      for (int64_t m : {8192, 12288, 16384, 65536}) {
+        EXPECT_EQ(sparse24_choose_config(m, n, 8192, 132, false, sk), 9) << m << "x" << n;
+        EXPECT_NE(sparse24_choose_config(m, n, 8192, 132, true, sk), 9) << m << "x" << n << " fast";
+      }
+      // Below 8192 tokens it lost (0.84-0.92x at 4096); 8257 tokens waste 191 of 8448 columns (2.3 %).
+      for (int64_t m : {256, 2048, 4096, 6144, 8191, 8257})
+        EXPECT_NE(sparse24_choose_config(m, n, 8192, 132, false, sk), 9) << m << "x" << n;
+    }
+  // Not where it would leave fewer tiles than half the SMs (a 64-row weight: 47 tiles of 192 tokens).
+  EXPECT_NE(sparse24_choose_config(9000, 64, 4096, 132), 9);
+  EXPECT_EQ(sparse24_num_configs(), 12);
+  EXPECT_TRUE(kernels::sparse24_wide_token_tile(8192));
+  EXPECT_TRUE(kernels::sparse24_wide_token_tile(8200));   // 43 tiles: 56 of 8256 columns wasted (0.7 %)
+  EXPECT_TRUE(kernels::sparse24_wide_token_tile(8256));   // 43 whole tiles
+  EXPECT_FALSE(kernels::sparse24_wide_token_tile(8257));  // 44 tiles: 2.3 % wasted
+}
+
 // The workspace query: host arithmetic (no GPU here), > 0 exactly where the choice is stream-K.
 TEST(Sparse24Validation, WorkspaceBytesAndStreamKNeedsAWorkspace) {
   Sparse24LinearOptions o;
@@ -273,19 +298,19 @@ TEST(Sparse24Validation, WorkspaceBytesAndStreamKNeedsAWorkspace) {
   EXPECT_GT(sparse24_linear_workspace_bytes(128, 57344, 8192, o, 132), 0u);
   EXPECT_EQ(sparse24_linear_workspace_bytes(1, 4096, 4096, o, 132), 0u);
   EXPECT_EQ(sparse24_linear_workspace_bytes(0, 10240, 8192, o, 132), 0u);
-  o.config = 9;
+  o.config = 10;
   EXPECT_GT(sparse24_linear_workspace_bytes(16, 256, 8192, o, 132), 0u) << "two tiles: K split over the SMs";
   o.config = 0;
   EXPECT_EQ(sparse24_linear_workspace_bytes(1, 10240, 8192, o, 132), 0u);
-  o.config = 11;
-  expect_error([&] { sparse24_linear_workspace_bytes(1, 256, 512, o, 132); }, Status::kInvalidArgument, "config 11");
+  o.config = 12;
+  expect_error([&] { sparse24_linear_workspace_bytes(1, 256, 512, o, 132); }, Status::kInvalidArgument, "config 12");
   o.config = -1;
   expect_error([&] { sparse24_linear_workspace_bytes(1, 250, 512, o, 132); }, Status::kInvalidArgument, "N=250");
   expect_error([&] { sparse24_linear_workspace_bytes(-1, 256, 512, o, 132); }, Status::kInvalidArgument, "M=-1");
   expect_error([&] { sparse24_linear_workspace_bytes(1, 256, 512, o, -4); }, Status::kInvalidArgument, "sm_count=-4");
 
   LinearCase c;
-  c.opt.config = 10;
+  c.opt.config = 11;
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "is stream-K and needs a workspace");
   c.opt.workspace = addr(0x70008);
   c.opt.workspace_bytes = 1 << 20;

@@ -346,22 +346,38 @@ TEST(Sparse24Gpu, LinearStreamK) {
   for (auto [N, K] : {std::pair<int64_t, int64_t>{256, 8192}, {1288, 2048}, {136, 256}}) {
     Weight w;
     make_weight(w, N, K, rng);
-    for (int c : {9, 10}) {
+    for (int c : {10, 11}) {
       for (int64_t M : {1, 17, 130}) check_linear(w, LinearSpec{M, DType::kBF16, DType::kU8, false, c}, rng);
       check_linear(w, LinearSpec{33, DType::kF16, DType::kF16, true, c}, rng);
       check_linear(w, LinearSpec{40, DType::kF32, DType::kF32, false, c}, rng);
       check_linear(w, LinearSpec{5, DType::kBF16, DType::kF32, false, c, 16, 8}, rng);
     }
   }
-  // Decode on a weight of 10240 rows: the heuristic takes configuration 9 when given a workspace.
+  // Decode on a weight of 10240 rows: the heuristic takes configuration 10 when given a workspace.
   Weight big;
   make_weight(big, 10240, 1024, rng);
-  ASSERT_EQ(sparse24_choose_config(4, 10240, 1024, 132, false, true), 9);
+  ASSERT_EQ(sparse24_choose_config(4, 10240, 1024, 132, false, true), 10);
   check_linear(big, LinearSpec{4, DType::kBF16}, rng);
   // The same call without a workspace falls back to a configuration that needs none.
   LinearSpec none{4, DType::kBF16};
   none.workspace = false;
   check_linear(big, none, rng);
+}
+
+// From 8192 tokens the heuristic takes the 128x192 tile (configuration 9): a partial last token
+// tile (8192 = 42 x 192 + 128) and a partial weight-row tile (1288 = 10 x 128 + 8), through
+// sparse24_linear's own choice, with and without a workspace, bf16 and fp32 out.
+TEST(Sparse24Gpu, LinearWideTokenTileByHeuristic) {
+  QSGEMM_REQUIRE_SM90();
+  std::mt19937 rng(9);
+  Weight w;
+  make_weight(w, 1288, 256, rng);
+  for (bool sk : {false, true}) ASSERT_EQ(sparse24_choose_config(8192, 1288, 256, 132, false, sk), 9);
+  LinearSpec bf{8192, DType::kBF16, DType::kBF16};
+  check_linear(w, bf, rng);
+  LinearSpec f32{8192, DType::kF32, DType::kF32};
+  f32.workspace = false;
+  check_linear(w, f32, rng);
 }
 
 TEST(Sparse24Gpu, LinearLargeK) {

@@ -5,9 +5,11 @@
 // (output channels) and the kernel's N is the token count M. Every configuration keeps
 // tile_k >= 128 so that one compressed weight serves all of them (docs/formats.md §4.3).
 //
-// To add a configuration: append a row to QSGEMM_SPARSE24_CONFIGS (or to the stream-K table below);
-// the instantiations in sm90_sparse24_gemm_<out>.cu (sm90_sparse24_gemm_streamk_*.cu) are generated
-// from the same X-macro, so the table is the only edit.
+// To add a configuration: append a row to one of the tables below (a new row of the first table
+// grows five ~10 GB translation units: prefer the wide table, which has units of its own); the
+// instantiations in sm90_sparse24_gemm_<out>.cu (sm90_sparse24_gemm_wide_*.cu,
+// sm90_sparse24_gemm_streamk_*.cu) are generated from the same X-macros, and the indices of later
+// tables shift.
 #pragma once
 
 #include <cstdint>
@@ -26,18 +28,27 @@
   X(7, 128, 128, 256, 1, 2, true, true)        \
   X(8, 128, 256, 128, 1, 2, true, true)
 
-// Stream-K configurations (indices follow the table above): cooperative tiles on CUTLASS's stream-K
+// More data-parallel configurations, kept in translation units of their own (sm90_sparse24_gemm_wide_*.cu)
+// so that the units of the table above do not grow (each peaks at ~10 GB in cicc, docs/build.md).
+// Same columns. 9: 128x192 with promoted accumulation: 192 token columns keep the accumulators and
+// their promoted copy at 192 registers a thread (128x256 would need 256); from 8192 tokens
+// (src/sparse24_heuristic.h).
+#define QSGEMM_SPARSE24_WIDE_CONFIGS(X)        \
+  X(9, 128, 192, 256, 1, 1, true, false)
+
+// Stream-K configurations (indices follow the tables above): cooperative tiles on CUTLASS's stream-K
 // tile scheduler with its heuristic decomposition (data-parallel waves plus K split over the SMs a
 // partial last wave would leave idle) and its deterministic reduction (the partial tiles are added
 // in K order, so the result does not depend on timing). They need a caller workspace
 // (Sparse24LinearOptions::workspace); promoted accumulation (fast_accum = false). Same columns.
 #define QSGEMM_SPARSE24_STREAMK_CONFIGS(X)     \
-  X(9, 128, 32, 256, 1, 1, true, false)        \
-  X(10, 128, 128, 256, 1, 1, true, false)
+  X(10, 128, 32, 256, 1, 1, true, false)       \
+  X(11, 128, 128, 256, 1, 1, true, false)
 
 namespace qsgemm::kernels {
 
-inline constexpr int kSparse24FirstStreamK = 9;  // configurations from here on are stream-K
-inline constexpr int kSparse24NumConfigs = 11;
+inline constexpr int kSparse24FirstWide = 9;      // QSGEMM_SPARSE24_WIDE_CONFIGS from here on
+inline constexpr int kSparse24FirstStreamK = 10;  // configurations from here on are stream-K
+inline constexpr int kSparse24NumConfigs = 12;
 
 }  // namespace qsgemm::kernels

@@ -1,5 +1,6 @@
 // Picks the instantiation for the output / bias dtypes of a call (instantiations live in
-// sm90_sparse24_gemm_out_*_bias_*.cu, the stream-K ones in sm90_sparse24_gemm_streamk_*.cu).
+// sm90_sparse24_gemm_out_*_bias_*.cu, the wide table's in sm90_sparse24_gemm_wide_*.cu, the stream-K
+// ones in sm90_sparse24_gemm_streamk_*.cu).
 #include "kernels/sm90/sparse24/sm90_sparse24_gemm.cuh"
 
 namespace qsgemm::kernels {
@@ -9,6 +10,11 @@ template <> void run_sparse24_config<cutlass::bfloat16_t, float>(const Sparse24G
 template <> void run_sparse24_config<cutlass::half_t, cutlass::half_t>(const Sparse24GemmArgs&, int, cudaStream_t);
 template <> void run_sparse24_config<cutlass::half_t, float>(const Sparse24GemmArgs&, int, cudaStream_t);
 template <> void run_sparse24_config<float, float>(const Sparse24GemmArgs&, int, cudaStream_t);
+template <> void run_sparse24_wide_config<cutlass::bfloat16_t, cutlass::bfloat16_t>(const Sparse24GemmArgs&, int, cudaStream_t);
+template <> void run_sparse24_wide_config<cutlass::bfloat16_t, float>(const Sparse24GemmArgs&, int, cudaStream_t);
+template <> void run_sparse24_wide_config<cutlass::half_t, cutlass::half_t>(const Sparse24GemmArgs&, int, cudaStream_t);
+template <> void run_sparse24_wide_config<cutlass::half_t, float>(const Sparse24GemmArgs&, int, cudaStream_t);
+template <> void run_sparse24_wide_config<float, float>(const Sparse24GemmArgs&, int, cudaStream_t);
 template <> void run_sparse24_streamk_config<cutlass::bfloat16_t, cutlass::bfloat16_t>(const Sparse24GemmArgs&, int, cudaStream_t);
 template <> void run_sparse24_streamk_config<cutlass::bfloat16_t, float>(const Sparse24GemmArgs&, int, cudaStream_t);
 template <> void run_sparse24_streamk_config<cutlass::half_t, cutlass::half_t>(const Sparse24GemmArgs&, int, cudaStream_t);
@@ -47,6 +53,7 @@ struct Run {
   template <class Out, class Bias>
   void operator()() const {
     if (config >= kSparse24FirstStreamK) return run_sparse24_streamk_config<Out, Bias>(a, config, stream);
+    if (config >= kSparse24FirstWide) return run_sparse24_wide_config<Out, Bias>(a, config, stream);
     run_sparse24_config<Out, Bias>(a, config, stream);
   }
 };

@@ -157,6 +157,20 @@ struct Sm90Sparse24Gemm {
 template <class ElementOut, class ElementBias>
 void run_sparse24_config(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
 
+// The wide table's instantiations for one dtype pair (sm90_sparse24_gemm_wide_*.cu).
+#define QSGEMM_SPARSE24_WIDE_INSTANCE(Out, Bias)                                                                 \
+  template <>                                                                                                    \
+  void run_sparse24_wide_config<Out, Bias>(const Sparse24GemmArgs& a, int config, cudaStream_t stream) {         \
+    using OutT = Out;                                                                                            \
+    using BiasT = Bias;                                                                                          \
+    switch (config) {                                                                                            \
+      QSGEMM_SPARSE24_WIDE_CONFIGS(QSGEMM_SPARSE24_WIDE_RUN_CASE)                                                \
+      default: detail::fail("sparse24_linear", Status::kInvalidArgument, "config", detail::cat("no configuration ", config)); \
+    }                                                                                                            \
+  }
+#define QSGEMM_SPARSE24_WIDE_RUN_CASE(i, tm, tn, tk, cm, cn, coop, fast) \
+  case i: Sm90Sparse24Gemm<tm, tn, tk, cm, cn, coop, fast, OutT, BiasT>::run(a, stream); return;
+
 // The stream-K table's instantiations for one dtype pair (sm90_sparse24_gemm_streamk_*.cu).
 #define QSGEMM_SPARSE24_STREAMK_INSTANCE(Out, Bias)                                                              \
   template <>                                                                                                    \

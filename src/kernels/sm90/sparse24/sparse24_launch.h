@@ -35,6 +35,10 @@ void run_sparse24_gemm(const Sparse24GemmArgs& a, int config, cudaStream_t strea
 // The workspace configuration `config` needs for the problem in `a` (host arithmetic only: no device
 // call; a.sm_count must be set): 0 for the configurations without stream-K.
 size_t sparse24_gemm_workspace_bytes(const Sparse24GemmArgs& a, int config);
+// The wide table's configurations (QSGEMM_SPARSE24_WIDE_CONFIGS), one instantiation per output / bias
+// dtype pair (sm90_sparse24_gemm_wide_*.cu); run_sparse24_gemm dispatches to them.
+template <class ElementOut, class ElementBias>
+void run_sparse24_wide_config(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
 // The stream-K configurations, one instantiation per output / bias dtype pair
 // (sm90_sparse24_gemm_streamk_*.cu); run_sparse24_gemm and sparse24_gemm_workspace_bytes dispatch to them.
 template <class ElementOut, class ElementBias>

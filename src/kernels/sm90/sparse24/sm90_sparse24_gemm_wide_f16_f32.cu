@@ -1,0 +1,13 @@
+// Explicit instantiation of the wide table (QSGEMM_SPARSE24_WIDE_CONFIGS) for the fp16 outputs (bias
+// fp16 or fp32) and the fp32 output. Kept apart from the 9-configuration translation units so that
+// no unit's compile grows (each of those peaks at ~10 GB in cicc, docs/build.md).
+#include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
+#include "kernels/sm90/sparse24/sm90_sparse24_gemm.cuh"
+
+namespace qsgemm::kernels {
+
+QSGEMM_SPARSE24_WIDE_INSTANCE(cutlass::half_t, cutlass::half_t)
+QSGEMM_SPARSE24_WIDE_INSTANCE(cutlass::half_t, float)
+QSGEMM_SPARSE24_WIDE_INSTANCE(float, float)
+
+}  // namespace qsgemm::kernels
