@@ -41,10 +41,10 @@ inline constexpr Tile kWide = {9, 128, 192};  // promoted accumulation, cluster 
 // (bench/results/h200/tune_sparse24_192.txt; 57344x8192 not run past 4096 tokens, 8192x28672
 // not at 16384): 1.03-1.12x at 8192 tokens on 10 of 11 layers (4096x14336: 478 against 524 us)
 // and 0.97x on 28672x4096; 1.03-1.21x at 16384 on all 10 (the 1280-row shard: 180 against 219 us);
-// but 0.84-0.92x at 4096 tokens (22 tiles of 192: 3 % wasted, and fewer, longer waves) and worse
-// below. With a 1x2 cluster it lost at 8192 too. The benchmark at 52c8d23 then measured all 24
-// points at 8192 and 16384 tokens 1.03-1.22x faster than the 128x128 tile in the run before.
-// Fast-accumulation requests take it only past 8192 tokens (sparse24_heuristic says why).
+// but
+// 0.84-0.92x at 4096 tokens (22 tiles of 192: 3 % wasted, and fewer, longer waves) and worse
+// below. With a 1x2 cluster it lost at 8192 too.
+// Fast accumulation keeps its own rule (its 128x256 tile fits without the promoted copy).
 inline bool sparse24_wide_token_tile(int64_t M_tokens) {
   const int64_t waste = (M_tokens + 191) / 192 * 192 - M_tokens;
   return M_tokens >= 8192 && 200 * waste <= 3 * M_tokens;
@@ -90,12 +90,8 @@ inline int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm
   }
   const int64_t sms = sm_count > 0 ? sm_count : 132;
   auto tiles = [&](const Tile& t) { return ((N_out + t.tile_m - 1) / t.tile_m) * ((M_tokens + t.tile_n - 1) / t.tile_n); };
-  // The wide tile where it won, if it leaves at least half as many tiles as SMs (as below). For
-  // fast-accumulation requests too past 8192 tokens, where the fast family falls back to 128x128:
-  // the promoted 128x192 tile measured 1.14x faster geomean there (16384 tokens, 12 layers, same
-  // run, bench/results/h200/sparse24.json at 52c8d23: 462.6 against 556.0 us on 6144x4096), and
-  // more accurate. At 8192 tokens the fast 128x256 tile and it are even (geomean within 1.5 %).
-  if ((!fast_accum || M_tokens > 8192) && sparse24_wide_token_tile(M_tokens) && 2 * tiles(sparse24_detail::kWide) >= sms)
+  // The wide tile where it won, if it leaves at least half as many tiles as SMs (as below).
+  if (!fast_accum && sparse24_wide_token_tile(M_tokens) && 2 * tiles(sparse24_detail::kWide) >= sms)
     return sparse24_detail::kWide.index;
   const Tile* family = fast_accum ? sparse24_detail::kFast : sparse24_detail::kDefault;
   int i;  // by tokens
