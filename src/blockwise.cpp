@@ -176,18 +176,15 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   if (options.config < -1 || options.config >= kernels::kBlockwiseNumConfigs)
     detail::fail(fn, Status::kInvalidArgument, "options.config",
                  detail::cat("config ", options.config, " is outside [-1, ", kernels::kBlockwiseNumConfigs, ")"));
-  if (options.config >= 0 && kernels::kBlockwiseConfigs[options.config].per_row_only &&
-      !kernels::blockwise_config_supports(options.config, gx, gw))
+  if (options.config >= 0 && !kernels::blockwise_config_supports(options.config, gx, gw)) {
+    const kernels::BlockwiseConfig& c = kernels::kBlockwiseConfigs[options.config];
+    const std::string why = c.per_row_only
+                                ? std::string("serves x_scale per_row with w_scale per_row only")
+                                : detail::cat("a 128x128 scale block must cover whole ", c.tile_m, "x", c.tile_n, " tiles");
     detail::fail(fn, Status::kInvalidArgument, "options.config",
-                 detail::cat("config ", options.config, " (", kernels::kBlockwiseConfigs[options.config].name(),
-                             ") serves x_scale per_row with w_scale per_row only; got x_scale ", granularity_name(gx),
-                             " with w_scale ", granularity_name(gw)));
-  if (options.config >= 0 && !kernels::blockwise_config_supports(options.config, gx, gw))
-    detail::fail(fn, Status::kInvalidArgument, "options.config",
-                 detail::cat("config ", options.config, " (", kernels::kBlockwiseConfigs[options.config].name(),
-                             ") cannot serve x_scale ", granularity_name(gx), " with w_scale ", granularity_name(gw),
-                             ": a 128x128 scale block must cover whole ", kernels::kBlockwiseConfigs[options.config].tile_m,
-                             "x", kernels::kBlockwiseConfigs[options.config].tile_n, " tiles"));
+                 detail::cat("config ", options.config, " (", c.name(), ") cannot serve x_scale ", granularity_name(gx),
+                             " with w_scale ", granularity_name(gw), ": ", why));
+  }
   if (options.config == kernels::kSkinnyConfig && M > kernels::kSkinnyMaxM)
     detail::fail(fn, Status::kInvalidArgument, "options.config",
                  detail::cat("config ", options.config, " (", kernels::kBlockwiseConfigs[options.config].name(),

@@ -187,8 +187,8 @@ TEST(BlockwiseValidation, Config) {
   // The 128x192 tile serves per-row scales only.
   c.opt.config = 4;
   expect_error([&] { c.run(); }, Status::kInvalidArgument,
-               "config 4 (128x192x128_c1x1_coop) serves x_scale per_row with w_scale per_row only; got x_scale "
-               "group_1x128 with w_scale block_128x128",
+               "config 4 (128x192x128_c1x1_coop) cannot serve x_scale group_1x128 with w_scale block_128x128: "
+               "serves x_scale per_row with w_scale per_row only",
                "options.config");
   // The skinny kernel serves M <= 32 only.
   c = Case{};
