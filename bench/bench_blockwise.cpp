@@ -6,8 +6,9 @@
 //   rowwise         x per token,       w per channel vs cublaslt_fp8_rowwise
 //   with --all-combos also blockwise_1d1d, blockwise_2d1d, blockwise_2d2d (no vendor baseline).
 // Operands are random e4m3 with random positive scales of the family's granularity; y is bf16, no bias.
-// While blockwise_linear is not implemented (it throws kUnsupported), the rows keep qsgemm_us null
-// with the library's message in notes, and the baselines are still timed.
+// qsgemm and the row's baselines are timed in two interleaved rounds, forward then reverse
+// (PointTimer). When blockwise_linear fails, the row keeps qsgemm_us null with the library's
+// message in notes, and the baselines are still timed.
 //
 // rel_err: the float64 CPU reference (qsgemm::ref::gemm_fp8_blockwise) on the same quantized
 // operands, over up to 8 sampled tokens x 256 sampled output channels (output poisoned with NaN first).
@@ -209,39 +210,38 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
         row.config = blockwise_config_name(blockwise_choose_config(M, N, K, c.gx, c.gw, env.report.sms));
       });
 
-      if (!env.kernels_ok) {
+      PointTimer point;
+      const MatrixView xv(x8.get(), DType::kE4M3, M, K), wv(w8.get(), DType::kE4M3, N, K);
+      const MatrixView yv(y.get(), DType::kBF16, M, N);
+      const ScaleView sx = scales.x_view(c.gx, M), sw = scales.w_view(c.gw);
+      auto linear = [&](cudaStream_t st) { blockwise_linear(xv, sx, wv, sw, VectorView{}, yv, BlockwiseOptions{}, st); };
+      if (!env.kernels_ok)
         row.add_note("qsgemm: its kernels need an sm_90 GPU");
-      } else {
-        const MatrixView xv(x8.get(), DType::kE4M3, M, K), wv(w8.get(), DType::kE4M3, N, K);
-        const MatrixView yv(y.get(), DType::kBF16, M, N);
-        const ScaleView sx = scales.x_view(c.gx, M), sw = scales.w_view(c.gw);
-        auto linear = [&](cudaStream_t st) {
-          blockwise_linear(xv, sx, wv, sw, VectorView{}, yv, BlockwiseOptions{}, st);
-        };
-        const bool ran = guarded(row, "qsgemm", [&] { row.qsgemm_us = env.timer->time_us(linear, env.time); });
-        if (ran && env.check) {
-          guarded(row, "rel_err", [&] {
-            if (w_rows.empty()) {
-              w_rows.resize(channels.size() * static_cast<size_t>(K));
-              for (size_t j = 0; j < channels.size(); ++j)
-                download(&w_rows[j * static_cast<size_t>(K)], w8.as<uint8_t>() + channels[j] * K,
-                         static_cast<size_t>(K), s);
-            }
-            QSB_CHECK_CUDA(cudaMemsetAsync(y.get(), 0xFF, static_cast<size_t>(2 * M * N), s));  // bf16 NaN
-            linear(s);
-            set_rel_err(row, blockwise_rel_err(c, scales, channels, w_rows, x8.as<uint8_t>(), y.as<uint16_t>(), M, s));
-          });
-        }
-      }
-
+      else
+        point.add(row, "qsgemm", linear, [&](double us) { row.qsgemm_us = us; });
       const GemmOperands f8{M, N, K, x8.get(), w8.get(), y.get()};
       for (const std::string& b : c.baselines) {
         if (b == "cublaslt_fp8_block128")
-          run_baseline(env, row, b, [&] { return make_cublaslt_fp8_block128(*env.lt, f8, s); });
+          point.add_baseline(row, b, [&] { return make_cublaslt_fp8_block128(*env.lt, f8, s); });
         else if (b == "cublaslt_fp8_tensor")
-          run_baseline(env, row, b, [&] { return make_cublaslt_fp8_tensor(*env.lt, f8, s); });
+          point.add_baseline(row, b, [&] { return make_cublaslt_fp8_tensor(*env.lt, f8, s); });
         else if (b == "cublaslt_fp8_rowwise")
-          run_baseline(env, row, b, [&] { return make_cublaslt_fp8_rowwise(*env.lt, f8, s); });
+          point.add_baseline(row, b, [&] { return make_cublaslt_fp8_rowwise(*env.lt, f8, s); });
+      }
+      point.run(env);
+
+      if (row.qsgemm_us && env.check) {
+        guarded(row, "rel_err", [&] {
+          if (w_rows.empty()) {
+            w_rows.resize(channels.size() * static_cast<size_t>(K));
+            for (size_t j = 0; j < channels.size(); ++j)
+              download(&w_rows[j * static_cast<size_t>(K)], w8.as<uint8_t>() + channels[j] * K, static_cast<size_t>(K),
+                       s);
+          }
+          QSB_CHECK_CUDA(cudaMemsetAsync(y.get(), 0xFF, static_cast<size_t>(2 * M * N), s));  // bf16 NaN
+          linear(s);
+          set_rel_err(row, blockwise_rel_err(c, scales, channels, w_rows, x8.as<uint8_t>(), y.as<uint16_t>(), M, s));
+        });
       }
       table.print_row(row);
       env.report.rows.push_back(std::move(row));
@@ -269,8 +269,13 @@ void bench_quant_group(BenchEnv& env, int64_t M, int64_t K) {
   });
   const MatrixView xv(x.get(), DType::kBF16, M, K), qv(q.get(), DType::kE4M3, M, K);
   auto quantize = [&](cudaStream_t st) { quantize_fp8_per_token_group(xv, qv, scales.as<float>(), M, false, st); };
-  const bool ran = x.get() && guarded(row, "qsgemm", [&] { row.qsgemm_us = env.timer->time_us(quantize, env.time); });
-  if (ran) add_memcpy_baseline(env, row);
+  if (x.get()) {
+    PointTimer point;
+    point.add(row, "qsgemm", quantize, [&](double us) { row.qsgemm_us = us; });
+    add_memcpy_baseline(point, env, row);
+    point.run(env);
+  }
+  const bool ran = row.qsgemm_us.has_value();
   if (ran && env.check) {
     guarded(row, "rel_err", [&] {
       std::vector<float> all_scales(static_cast<size_t>(M * G));

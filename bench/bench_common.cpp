@@ -14,6 +14,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 #include <type_traits>
 
@@ -815,17 +816,44 @@ bool guarded(BenchRow& row, const std::string& what, const std::function<void()>
   return false;
 }
 
-void run_baseline(BenchEnv& env, BenchRow& row, const std::string& name,
-                  const std::function<std::unique_ptr<Baseline>()>& make) {
+void PointTimer::add(BenchRow& row, std::string name, std::function<void(cudaStream_t)> fn,
+                     std::function<void(double)> on_time) {
+  candidates_.push_back(Candidate{&row, std::move(name), std::move(fn), std::move(on_time), {}, false});
+}
+
+void PointTimer::add_baseline(BenchRow& row, const std::string& name,
+                              const std::function<std::unique_ptr<Baseline>()>& make) {
   std::unique_ptr<Baseline> b;
   if (!guarded(row, name, [&] { b = make(); })) return;
   if (!b->available()) {
     row.add_note(name + " unavailable: " + b->unavailable_reason());
     return;
   }
-  double us = 0;
-  if (guarded(row, name, [&] { us = env.timer->time_us([&](cudaStream_t s) { b->run(s); }, env.time); }))
-    row.baselines_us.emplace_back(name, us);
+  Baseline* raw = b.get();
+  baselines_.push_back(std::move(b));
+  BenchRow* r = &row;
+  add(row, name, [raw](cudaStream_t s) { raw->run(s); }, [r, name](double us) { r->baselines_us.emplace_back(name, us); });
+}
+
+void PointTimer::run(BenchEnv& env) {
+  TimeOptions half = env.time;
+  half.reps = std::max(half.min_reps, (half.reps + 1) / 2);
+  half.budget_ms = half.budget_ms / 2;
+  const size_t n = candidates_.size();
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < n; ++i) {
+      Candidate& c = candidates_[round == 0 ? i : n - 1 - i];
+      if (c.failed) continue;
+      double us = 0;
+      if (guarded(*c.row, c.name, [&] { us = env.timer->time_us(c.fn, half); }))
+        c.medians.push_back(us);
+      else
+        c.failed = true;
+    }
+  }
+  for (Candidate& c : candidates_)
+    if (!c.failed && !c.medians.empty())
+      c.on_time(std::accumulate(c.medians.begin(), c.medians.end(), 0.0) / static_cast<double>(c.medians.size()));
 }
 
 void set_rel_err(BenchRow& row, double rel_err) {
@@ -900,19 +928,26 @@ void ResultTable::print_row(const BenchRow& r) const {
   std::fflush(stdout);
 }
 
-void add_memcpy_baseline(BenchEnv& env, BenchRow& row) {
+namespace {
+class MemcpySameBytes final : public Baseline {
+ public:
+  MemcpySameBytes(size_t bytes, cudaStream_t stream) : Baseline("cuda_memcpy_same_bytes"), bytes_(bytes), src_(bytes), dst_(bytes) {
+    QSB_CHECK_CUDA(cudaMemsetAsync(src_.get(), 0x5A, bytes_, stream));
+  }
+  void run(cudaStream_t s) override {
+    QSB_CHECK_CUDA(cudaMemcpyAsync(dst_.get(), src_.get(), bytes_, cudaMemcpyDeviceToDevice, s));
+  }
+
+ private:
+  size_t bytes_;
+  DeviceBuffer src_, dst_;
+};
+}  // namespace
+
+void add_memcpy_baseline(PointTimer& point, BenchEnv& env, BenchRow& row) {
   const auto bytes = static_cast<size_t>(row.bytes_moved / 2);
   if (bytes == 0) return;
-  guarded(row, "cuda_memcpy_same_bytes", [&] {
-    DeviceBuffer src(bytes), dst(bytes);
-    QSB_CHECK_CUDA(cudaMemsetAsync(src.get(), 0x5A, bytes, env.stream));
-    const double us = env.timer->time_us(
-        [&](cudaStream_t s) {
-          QSB_CHECK_CUDA(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, s));
-        },
-        env.time);
-    row.baselines_us.emplace_back("cuda_memcpy_same_bytes", us);
-  });
+  point.add_baseline(row, "cuda_memcpy_same_bytes", [&] { return std::make_unique<MemcpySameBytes>(bytes, env.stream); });
 }
 
 void print_memory_row(const BenchRow& r, double copy_bandwidth_GBps) {

@@ -244,10 +244,35 @@ int run_bench(const char* title, const BenchOptions& options, const std::string&
 // ContextLost when the failure left the CUDA context unusable.
 bool guarded(BenchRow& row, const std::string& what, const std::function<void()>& f);
 
-// Creates a baseline with make() and, when it is available, times its run() into
-// row.baselines_us; otherwise notes why not. Failures are guarded() as above.
-void run_baseline(BenchEnv& env, BenchRow& row, const std::string& name,
-                  const std::function<std::unique_ptr<Baseline>()>& make);
+
+// The timed candidates of one benchmark point (qsgemm and its baselines), timed in interleaved
+// rounds: all candidates in order, then all in reverse order. A candidate's time is the mean of
+// its two medians, each from half of options.reps and options.budget_ms, so a point costs about
+// what one pass did. Why: on the H200 the same kernel timed right after a long one (cuBLAS bf16 at
+// 16384 tokens) ran 0-16 % slower than when timed first; with one pass in a fixed order, the
+// candidate timed first (qsgemm) was favoured. Failures are guarded() into the candidate's row
+// under its name; a candidate that failed in the first round is not run again.
+class PointTimer {
+ public:
+  // fn(stream) is timed; on_time(us) receives the result after run() (not called on failure).
+  void add(BenchRow& row, std::string name, std::function<void(cudaStream_t)> fn, std::function<void(double)> on_time);
+  // Makes the baseline now (a note in row when it is unavailable or fails) and adds it; its time
+  // goes to row.baselines_us under `name`, in the order of the add calls.
+  void add_baseline(BenchRow& row, const std::string& name, const std::function<std::unique_ptr<Baseline>()>& make);
+  void run(BenchEnv& env);
+
+ private:
+  struct Candidate {
+    BenchRow* row;
+    std::string name;
+    std::function<void(cudaStream_t)> fn;
+    std::function<void(double)> on_time;
+    std::vector<double> medians;
+    bool failed = false;
+  };
+  std::vector<Candidate> candidates_;
+  std::vector<std::unique_ptr<Baseline>> baselines_;  // kept alive for both rounds
+};
 
 // Sets row.rel_err; a non-finite error (NaN, Inf, an unwritten element) becomes null plus a note.
 void set_rel_err(BenchRow& row, double rel_err);
@@ -272,12 +297,12 @@ class ResultTable {
 // One line per memory-bound row (quantizers, compression): µs, GB/s and the fraction of copy bandwidth.
 void print_memory_row(const BenchRow& row, double copy_bandwidth_GBps);
 
-// Times cudaMemcpyAsync (device to device) of row.bytes_moved / 2 bytes, i.e. the same bytes read
-// plus written as the row's kernel, with the row's timing options (L2 flushed before each run), into
+// Adds to `point` a cudaMemcpyAsync (device to device) of row.bytes_moved / 2 bytes, i.e. the same
+// bytes read plus written as the row's kernel, timed like it (L2 flushed before each run), into
 // row.baselines_us["cuda_memcpy_same_bytes"]: the floor for a memory-bound kernel of this size.
 // The copy bandwidth of the report comes from a 1 GiB copy; at tens of MB the fixed cost of a
 // launch is a visible part of the time, for the memcpy too.
-void add_memcpy_baseline(BenchEnv& env, BenchRow& row);
+void add_memcpy_baseline(PointTimer& point, BenchEnv& env, BenchRow& row);
 
 // Short column label of a baseline ("cublaslt_fp8_rowwise" -> "lt_rowwise").
 std::string short_name(const std::string& baseline);

@@ -6,7 +6,8 @@
 // per-token scales. qsgemm_us is sparse24_linear with bf16 output and no bias, the configuration the
 // heuristic picks, given a workspace (so it may pick a stream-K configuration). The baselines get
 // dense random e4m3 / bf16 operands of the same shape (their times do not depend on the values;
-// cuSPARSELt prunes its own copy).
+// cuSPARSELt prunes its own copy). The default and the fast-accumulation qsgemm and the three
+// baselines of a point are timed in two interleaved rounds, forward then reverse (PointTimer).
 //
 // rel_err: the float64 CPU reference (qsgemm::ref::gemm_sparse24_fp8) on the same quantized
 // operands, over up to 8 sampled tokens x 256 sampled output channels of every point (the output is
@@ -20,6 +21,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -168,53 +170,60 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
       workspace = DeviceBuffer(workspace_bytes);
     });
 
-    // Times qsgemm (default: promoted accumulation; or FP8 fast accumulation) into r.
-    auto measure = [&](BenchRow& r, bool fast_accum) {
+    // The same point with FP8 fast accumulation (opt-in mode), against the same baseline times.
+    BenchRow fast = row;
+    fast.family = "sparse24_fastaccum";
+    fast.notes.clear();
+    guarded(fast, "sparse24_choose_config",
+            [&] { fast.config = sparse24_config(sparse24_choose_config(M, N, K, env.report.sms, true, true)).name(); });
+
+    // qsgemm (default: promoted accumulation; or FP8 fast accumulation) for row r, or null with a
+    // note when it cannot run.
+    const MatrixView xv(x8.get(), DType::kE4M3, M, K), yv(y.get(), DType::kBF16, M, N);
+    const ScaleView sv{x_scale.as<float>(), ScaleGranularity::kPerRow, 0};
+    auto linear_for = [&](BenchRow& r, bool fast_accum) -> std::function<void(cudaStream_t)> {
       if (!w) {
         r.add_note(failure.notes);
-        return;
+        return {};
       }
       if (!env.kernels_ok) {
         r.add_note("qsgemm: its kernels need an sm_90 GPU");
-        return;
+        return {};
       }
-      const MatrixView xv(x8.get(), DType::kE4M3, M, K), yv(y.get(), DType::kBF16, M, N);
-      const ScaleView sv{x_scale.as<float>(), ScaleGranularity::kPerRow, 0};
-      const SparseFp8Weight weight = *w;
       Sparse24LinearOptions opt;
       opt.fast_accum = fast_accum;
       opt.workspace = workspace.get();
       opt.workspace_bytes = workspace_bytes;
-      auto linear = [&](cudaStream_t st) { sparse24_linear(xv, sv, weight, VectorView{}, yv, opt, st); };
-      const bool ran = guarded(r, "qsgemm", [&] { r.qsgemm_us = env.timer->time_us(linear, env.time); });
-      if (ran && env.check) {
-        guarded(r, "rel_err", [&] {
-          if (!wref) wref = download_channels(weight, channels, s);
-          QSB_CHECK_CUDA(cudaMemsetAsync(y.get(), 0xFF, static_cast<size_t>(2 * M * N), s));  // bf16 NaN
-          linear(s);
-          set_rel_err(r, sparse_rel_err(*wref, channels, x8.as<uint8_t>(), x_scale.as<float>(), y.as<uint16_t>(),
-                                        M, N, K, s));
-        });
-      }
+      const SparseFp8Weight weight = *w;
+      return [=](cudaStream_t st) { sparse24_linear(xv, sv, weight, VectorView{}, yv, opt, st); };
     };
-    measure(row, false);
+    const auto linear = linear_for(row, false), linear_fast = linear_for(fast, true);
 
     const GemmOperands f8{M, N, K, x8.get(), w8.get(), y.get()};
     const GemmOperands b16{M, N, K, x16.get(), w16.get(), y.get()};
-    run_baseline(env, row, "cublaslt_fp8_rowwise", [&] { return make_cublaslt_fp8_rowwise(*env.lt, f8, s); });
-    run_baseline(env, row, "cusparselt_fp8", [&] { return make_cusparselt_fp8(f8, s); });
-    run_baseline(env, row, "cublas_bf16", [&] { return make_cublas_bf16(*env.lt, b16, s); });
+    PointTimer point;
+    if (linear) point.add(row, "qsgemm", linear, [&](double us) { row.qsgemm_us = us; });
+    if (linear_fast) point.add(fast, "qsgemm", linear_fast, [&](double us) { fast.qsgemm_us = us; });
+    point.add_baseline(row, "cublaslt_fp8_rowwise", [&] { return make_cublaslt_fp8_rowwise(*env.lt, f8, s); });
+    point.add_baseline(row, "cusparselt_fp8", [&] { return make_cusparselt_fp8(f8, s); });
+    point.add_baseline(row, "cublas_bf16", [&] { return make_cublas_bf16(*env.lt, b16, s); });
+    point.run(env);
+    fast.baselines_us = row.baselines_us;
 
+    // Relative error of each mode on sampled channels, from an output poisoned before the run.
+    auto check = [&](BenchRow& r, const std::function<void(cudaStream_t)>& fn) {
+      if (!fn || !r.qsgemm_us || !env.check) return;
+      guarded(r, "rel_err", [&] {
+        if (!wref) wref = download_channels(*w, channels, s);
+        QSB_CHECK_CUDA(cudaMemsetAsync(y.get(), 0xFF, static_cast<size_t>(2 * M * N), s));  // bf16 NaN
+        fn(s);
+        set_rel_err(r, sparse_rel_err(*wref, channels, x8.as<uint8_t>(), x_scale.as<float>(), y.as<uint16_t>(), M, N,
+                                      K, s));
+      });
+    };
+    check(row, linear);
+    check(fast, linear_fast);
     table.print_row(row);
-    // The same point with FP8 fast accumulation (opt-in mode), against the same baseline times.
-    BenchRow fast = row;
-    fast.family = "sparse24_fastaccum";
-    fast.qsgemm_us.reset();
-    fast.rel_err.reset();
-    fast.notes.clear();
-    guarded(fast, "sparse24_choose_config",
-            [&] { fast.config = sparse24_config(sparse24_choose_config(M, N, K, env.report.sms, true, true)).name(); });
-    measure(fast, true);
     table.print_row(fast);
     env.report.rows.push_back(std::move(row));
     env.report.rows.push_back(std::move(fast));
@@ -270,8 +279,13 @@ void bench_quant_per_token(BenchEnv& env, int64_t M, int64_t K) {
   });
   const MatrixView xv(x.get(), DType::kBF16, M, K), qv(q.get(), DType::kE4M3, M, K);
   auto quantize = [&](cudaStream_t st) { quantize_fp8_per_token(xv, qv, scales.as<float>(), false, st); };
-  const bool ran = x.get() && guarded(row, "qsgemm", [&] { row.qsgemm_us = env.timer->time_us(quantize, env.time); });
-  if (ran) add_memcpy_baseline(env, row);
+  if (x.get()) {
+    PointTimer point;
+    point.add(row, "qsgemm", quantize, [&](double us) { row.qsgemm_us = us; });
+    add_memcpy_baseline(point, env, row);
+    point.run(env);
+  }
+  const bool ran = row.qsgemm_us.has_value();
   if (ran && env.check) {
     guarded(row, "rel_err", [&] {
       double num = 0, den = 0;
