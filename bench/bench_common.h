@@ -251,7 +251,7 @@ bool guarded(BenchRow& row, const std::string& what, const std::function<void()>
 // what one pass did. Why: on the H200 the same kernel timed right after a long one (cuBLAS bf16 at
 // 16384 tokens) ran 0-16 % slower than when timed first; with one pass in a fixed order, the
 // candidate timed first (qsgemm) was favoured. Failures are guarded() into the candidate's row
-// under its name; a candidate that failed in the first round is not run again.
+// under its name; a candidate that fails in either round gets no time (and is not run again).
 class PointTimer {
  public:
   // fn(stream) is timed; on_time(us) receives the result after run() (not called on failure).
