@@ -214,7 +214,9 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
       const MatrixView xv(x8.get(), DType::kE4M3, M, K), wv(w8.get(), DType::kE4M3, N, K);
       const MatrixView yv(y.get(), DType::kBF16, M, N);
       const ScaleView sx = scales.x_view(c.gx, M), sw = scales.w_view(c.gw);
-      auto linear = [&](cudaStream_t st) { blockwise_linear(xv, sx, wv, sw, VectorView{}, yv, BlockwiseOptions{}, st); };
+      auto linear = [&](cudaStream_t st) {
+        blockwise_linear(xv, sx, wv, sw, VectorView{}, yv, BlockwiseOptions{}, st);
+      };
       if (!env.kernels_ok)
         row.add_note("qsgemm: its kernels need an sm_90 GPU");
       else

@@ -832,7 +832,8 @@ void PointTimer::add_baseline(BenchRow& row, const std::string& name,
   Baseline* raw = b.get();
   baselines_.push_back(std::move(b));
   BenchRow* r = &row;
-  add(row, name, [raw](cudaStream_t s) { raw->run(s); }, [r, name](double us) { r->baselines_us.emplace_back(name, us); });
+  add(row, name, [raw](cudaStream_t s) { raw->run(s); },
+      [r, name](double us) { r->baselines_us.emplace_back(name, us); });
 }
 
 void PointTimer::run(BenchEnv& env) {
@@ -931,7 +932,8 @@ void ResultTable::print_row(const BenchRow& r) const {
 namespace {
 class MemcpySameBytes final : public Baseline {
  public:
-  MemcpySameBytes(size_t bytes, cudaStream_t stream) : Baseline("cuda_memcpy_same_bytes"), bytes_(bytes), src_(bytes), dst_(bytes) {
+  MemcpySameBytes(size_t bytes, cudaStream_t stream)
+      : Baseline("cuda_memcpy_same_bytes"), bytes_(bytes), src_(bytes), dst_(bytes) {
     QSB_CHECK_CUDA(cudaMemsetAsync(src_.get(), 0x5A, bytes_, stream));
   }
   void run(cudaStream_t s) override {
@@ -947,7 +949,8 @@ class MemcpySameBytes final : public Baseline {
 void add_memcpy_baseline(PointTimer& point, BenchEnv& env, BenchRow& row) {
   const auto bytes = static_cast<size_t>(row.bytes_moved / 2);
   if (bytes == 0) return;
-  point.add_baseline(row, "cuda_memcpy_same_bytes", [&] { return std::make_unique<MemcpySameBytes>(bytes, env.stream); });
+  point.add_baseline(row, "cuda_memcpy_same_bytes",
+                     [&] { return std::make_unique<MemcpySameBytes>(bytes, env.stream); });
 }
 
 void print_memory_row(const BenchRow& r, double copy_bandwidth_GBps) {

@@ -133,7 +133,7 @@ struct BenchRow {
   std::string out_dtype = "bf16";
   std::string config;
   std::optional<double> qsgemm_us;                           // null when qsgemm could not run
-  std::vector<std::pair<std::string, double>> baselines_us;  // baselines that ran, in run order
+  std::vector<std::pair<std::string, double>> baselines_us;  // baselines that ran, in the order added
   int64_t bytes_moved = 0;
   std::optional<double> rel_err;
   std::string notes;  // optional; written only when non-empty
@@ -243,7 +243,6 @@ int run_bench(const char* title, const BenchOptions& options, const std::string&
 // Runs f. On any exception adds "<what>: <message>" to row.notes and returns false; throws
 // ContextLost when the failure left the CUDA context unusable.
 bool guarded(BenchRow& row, const std::string& what, const std::function<void()>& f);
-
 
 // The timed candidates of one benchmark point (qsgemm and its baselines), timed in interleaved
 // rounds: all candidates in order, then all in reverse order. A candidate's time is the mean of
