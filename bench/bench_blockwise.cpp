@@ -271,13 +271,7 @@ void bench_quant_group(BenchEnv& env, int64_t M, int64_t K) {
   });
   const MatrixView xv(x.get(), DType::kBF16, M, K), qv(q.get(), DType::kE4M3, M, K);
   auto quantize = [&](cudaStream_t st) { quantize_fp8_per_token_group(xv, qv, scales.as<float>(), M, false, st); };
-  if (x.get()) {
-    PointTimer point;
-    point.add(row, "qsgemm", quantize, [&](double us) { row.qsgemm_us = us; });
-    add_memcpy_baseline(point, env, row);
-    point.run(env);
-  }
-  const bool ran = row.qsgemm_us.has_value();
+  const bool ran = x.get() && time_with_memcpy_floor(env, row, quantize);
   if (ran && env.check) {
     guarded(row, "rel_err", [&] {
       std::vector<float> all_scales(static_cast<size_t>(M * G));

@@ -953,6 +953,14 @@ void add_memcpy_baseline(PointTimer& point, BenchEnv& env, BenchRow& row) {
                      [&] { return std::make_unique<MemcpySameBytes>(bytes, env.stream); });
 }
 
+bool time_with_memcpy_floor(BenchEnv& env, BenchRow& row, const std::function<void(cudaStream_t)>& fn) {
+  PointTimer point;
+  point.add(row, "qsgemm", fn, [&](double us) { row.qsgemm_us = us; });
+  add_memcpy_baseline(point, env, row);
+  point.run(env);
+  return row.qsgemm_us.has_value();
+}
+
 void print_memory_row(const BenchRow& r, double copy_bandwidth_GBps) {
   std::printf("%-22s %-14s", r.family.c_str(), r.layer.c_str());
   const auto pct = [&](double us) {

@@ -302,6 +302,9 @@ void print_memory_row(const BenchRow& row, double copy_bandwidth_GBps);
 // The copy bandwidth of the report comes from a 1 GiB copy; at tens of MB the fixed cost of a
 // launch is a visible part of the time, for the memcpy too.
 void add_memcpy_baseline(PointTimer& point, BenchEnv& env, BenchRow& row);
+// Times a memory-bound qsgemm kernel fn into row.qsgemm_us and, in the same interleaved rounds, the
+// memcpy floor of its bytes (add_memcpy_baseline). Returns whether fn got a time.
+bool time_with_memcpy_floor(BenchEnv& env, BenchRow& row, const std::function<void(cudaStream_t)>& fn);
 
 // Short column label of a baseline ("cublaslt_fp8_rowwise" -> "lt_rowwise").
 std::string short_name(const std::string& baseline);

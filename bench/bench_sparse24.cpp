@@ -279,13 +279,7 @@ void bench_quant_per_token(BenchEnv& env, int64_t M, int64_t K) {
   });
   const MatrixView xv(x.get(), DType::kBF16, M, K), qv(q.get(), DType::kE4M3, M, K);
   auto quantize = [&](cudaStream_t st) { quantize_fp8_per_token(xv, qv, scales.as<float>(), false, st); };
-  if (x.get()) {
-    PointTimer point;
-    point.add(row, "qsgemm", quantize, [&](double us) { row.qsgemm_us = us; });
-    add_memcpy_baseline(point, env, row);
-    point.run(env);
-  }
-  const bool ran = row.qsgemm_us.has_value();
+  const bool ran = x.get() && time_with_memcpy_floor(env, row, quantize);
   if (ran && env.check) {
     guarded(row, "rel_err", [&] {
       double num = 0, den = 0;
