@@ -6,6 +6,7 @@
 
 #include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
 #include "kernels/sm90/sparse24/sparse24_launch.h"
+#include "kernels/sm90/sparse24/sparse24_skinny.h"
 #include "sparse24_heuristic.h"
 #include "qsgemm/device.h"
 #include "qsgemm/formats.h"
@@ -14,9 +15,13 @@
 namespace qsgemm {
 namespace {
 
+static_assert(kernels::kSparse24SkinnyConfig + 1 == kernels::kSparse24NumConfigs,
+              "the decode kernel is the last row of the configuration table (config_table below)");
+
 struct ConfigRow {
   int tm, tn, tk, cm, cn;
   bool coop, fast, stream_k;
+  bool skinny = false;
 };
 const std::vector<ConfigRow>& config_table() {
   static const std::vector<ConfigRow> table = {
@@ -27,6 +32,8 @@ const std::vector<ConfigRow>& config_table() {
 #define QSGEMM_ROW(i, tm, tn, tk, cm, cn, coop, fast) {tm, tn, tk, cm, cn, coop, fast, true},
       QSGEMM_SPARSE24_STREAMK_CONFIGS(QSGEMM_ROW)
 #undef QSGEMM_ROW
+      // kernels::kSparse24SkinnyConfig: 16 weight rows per warp, up to 32 tokens, 128-wide K panels.
+      {16, kernels::kSparse24SkinnyMaxM, 128, 1, 1, false, false, false, true},
   };
   return table;
 }
@@ -52,6 +59,7 @@ void check_weight(const char* fn, const SparseFp8Weight& w) {
 }  // namespace
 
 std::string Sparse24Config::name() const {
+  if (skinny) return detail::cat("skinny_m", tile_n, "_splitk");
   return detail::cat(tile_m, "x", tile_n, "x", tile_k, "_c", cluster_m, "x", cluster_n, cooperative ? "_coop" : "_pingpong",
                      fast_accum ? "_fastaccum" : "", stream_k ? "_streamk" : "");
 }
@@ -61,7 +69,7 @@ Sparse24Config sparse24_config(int index) {
     detail::fail("sparse24_config", Status::kInvalidArgument, "index",
                  detail::cat("config index ", index, " is outside [0, ", sparse24_num_configs(), ")"));
   const ConfigRow& r = config_table()[static_cast<size_t>(index)];
-  return Sparse24Config{r.tm, r.tn, r.tk, r.cm, r.cn, r.coop, r.fast, r.stream_k};
+  return Sparse24Config{r.tm, r.tn, r.tk, r.cm, r.cn, r.coop, r.fast, r.stream_k, r.skinny};
 }
 int sparse24_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, bool fast_accum, bool stream_k) {
   return kernels::sparse24_heuristic(M, N, K, sm_count, fast_accum, stream_k);
@@ -193,6 +201,10 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
                  detail::cat("configuration ", options.config, " (", sparse24_config(options.config).name(),
                              ") is stream-K and needs a workspace (sparse24_linear_workspace_bytes)"));
   if (options.workspace != nullptr) detail::check_ptr(fn, "options.workspace", options.workspace, 16);
+  if (options.config == kernels::kSparse24SkinnyConfig && x.rows > kernels::kSparse24SkinnyMaxM)
+    detail::fail(fn, Status::kInvalidArgument, "options.config",
+                 detail::cat("configuration ", options.config, " (", sparse24_config(options.config).name(), ") serves M <= ",
+                             kernels::kSparse24SkinnyMaxM, "; got M=", x.rows));
   if (x.rows == 0) return;
   if (x.rows > (int64_t{1} << 30))
     detail::fail(fn, Status::kInvalidArgument, "x", detail::cat("M=", x.rows, " exceeds 2^30"));
@@ -245,7 +257,10 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   const kernels::TileOrder order = kernels::sparse24_tile_order(x.rows, w.N);
   a.swizzle = order.swizzle;
   a.raster = order.raster;
-  kernels::run_sparse24_gemm(a, config, stream);
+  if (config == kernels::kSparse24SkinnyConfig)
+    kernels::run_sparse24_skinny(a, stream);
+  else
+    kernels::run_sparse24_gemm(a, config, stream);
 }
 
 }  // namespace qsgemm

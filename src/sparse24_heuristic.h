@@ -80,10 +80,24 @@ inline int sparse24_heuristic_stream_k(int64_t M_tokens, int64_t N_out, int sm_c
   return -1;
 }
 
+// The split-K decode kernel (configuration 12, not CUTLASS: src/kernels/sm90/sparse24/
+// sm90_sparse24_skinny.cu) at M <= 8 on small weights whose 64-row CUTLASS tiles leave SMs idle
+// (fewer tiles than SMs) and that hold at most 2^24 weight elements. Measured on the H200 against the
+// configuration the rest of this heuristic picks, same run, M = 1 and 8 (docs/performance.md): 1.30x
+// on 1280x8192 (13.1 against 10.1 us at M = 1), 1.16x / 1.03x on 8192x1024, 1.13x / 1.00x on
+// 4096x4096; where either condition fails it lost: 0.99x / 0.84x on 4096x14336 (58.7M elements),
+// 0.99x / 0.95x on 6144x4096 (25.2M), 0.72-0.89x on the larger layers (7168 rows or more, K >= 3584).
+// Its sums are exact float32 sums of fp16 products, so it serves fast-accumulation requests too.
+inline bool sparse24_skinny_decode(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count) {
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  return M_tokens <= 8 && (N_out + 63) / 64 < sms && N_out * K <= (int64_t{1} << 24);
+}
+
 inline int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count, bool fast_accum,
                               bool stream_k = false) {
   using sparse24_detail::Tile;
-  (void)K;
+  constexpr int kSkinny = 12;  // kernels::kSparse24SkinnyConfig
+  if (sparse24_skinny_decode(M_tokens, N_out, K, sm_count)) return kSkinny;
   if (stream_k) {
     const int c = sparse24_heuristic_stream_k(M_tokens, N_out, sm_count);
     if (c >= 0) return c;

@@ -122,7 +122,8 @@ size_t sparse24_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, const Sp
 //   y:       bf16, fp16 or fp32 [M, N] row-major written, ld >= N, 16-byte aligned base and rows.
 //   options: see Sparse24LinearOptions; a workspace is optional (stream-K configurations only).
 // M = 0 is a no-op. Accumulation is float32 with partial sums promoted every 4 sparse MMAs (256 of
-// K) unless options.fast_accum; see docs/performance.md for the measured error of both.
+// K) unless options.fast_accum; see docs/performance.md for the measured error of both. (The
+// decode kernel, sparse24_config(i).skinny, sums fp16 products in float32 in either mode.)
 void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const SparseFp8Weight& w,
                      const VectorView& bias, const MatrixView& y, const Sparse24LinearOptions& options,
                      cudaStream_t stream);
@@ -134,8 +135,13 @@ struct Sparse24Config {
   bool cooperative;            // cooperative (2 consumer warpgroups on one tile) or ping-pong
   bool fast_accum;             // FP8 fast accumulation (no float32 promotion in the K loop)
   bool stream_k;               // CUTLASS's stream-K scheduler: needs Sparse24LinearOptions::workspace
+  // Not CUTLASS: the split-K decode kernel ("skinny_m32_splitk") for M <= 32 tokens (forcing it
+  // for a larger M is kInvalidArgument). The weight is the sparse operand of mma.sync in 16-row
+  // tiles (tile_m), the tokens n8 tiles up to tile_n = 32, K split over warps and a thread-block
+  // cluster chosen per call (cluster_m/n read 1); fp16 products summed in float32, no workspace.
+  bool skinny = false;
   std::string name() const;    // e.g. "128x128x256_c1x2_coop", "64x32x256_c1x1_pingpong_fastaccum",
-                               // "128x32x256_c1x1_coop_streamk"
+                               // "128x32x256_c1x1_coop_streamk", "skinny_m32_splitk"
 };
 int sparse24_num_configs();
 Sparse24Config sparse24_config(int index);

@@ -9,6 +9,7 @@
 #include "qsgemm/error.h"
 #include "qsgemm/quant.h"
 #include "qsgemm/sparse24.h"
+#include "kernels/sm90/sparse24/sparse24_skinny.h"
 #include "sparse24_heuristic.h"
 #include "validation_test_util.h"
 
@@ -89,6 +90,11 @@ TEST(Sparse24Validation, NullPointersScalesBiasAndConfig) {
   c = LinearCase{};
   c.opt.config = 99;
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "config 99");
+  // The decode kernel serves M <= 32 only.
+  c = LinearCase{};
+  c.opt.config = 12;
+  c.x.rows = c.y.rows = 33;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "(skinny_m32_splitk) serves M <= 32; got M=33");
 }
 
 TEST(Sparse24Validation, AlignmentOfBiasCompressorInputAndSingleRows) {
@@ -163,11 +169,14 @@ TEST(Sparse24Config, TableAndHeuristic) {
   EXPECT_LE(sparse24_config(sparse24_choose_config(1, 8192, 8192, 132)).tile_n, 32);
   EXPECT_GE(sparse24_config(sparse24_choose_config(8192, 8192, 8192, 132)).tile_n, 128);
   EXPECT_EQ(sparse24_config(0).name(), "64x32x256_c1x1_pingpong");
-  // The default never picks a fast-accumulation config; the opt-in always does.
+  // The default never picks a fast-accumulation config; the opt-in always does, but for the decode
+  // kernel, which serves both modes (its sums are exact float32 sums).
   for (int64_t m : {1, 40, 100, 300, 5000}) {
     EXPECT_FALSE(sparse24_config(sparse24_choose_config(m, 4096, 4096, 132)).fast_accum) << m;
-    EXPECT_TRUE(sparse24_config(sparse24_choose_config(m, 4096, 4096, 132, true)).fast_accum) << m;
+    const Sparse24Config f = sparse24_config(sparse24_choose_config(m, 4096, 4096, 132, true));
+    EXPECT_TRUE(f.fast_accum || (f.skinny && m <= 8)) << m;
   }
+  EXPECT_TRUE(sparse24_config(sparse24_choose_config(1, 4096, 4096, 132, true)).skinny);
   EXPECT_NE(sparse24_config(4).name().find("_fastaccum"), std::string::npos);
   // The measured crossovers (docs/performance.md): ping-pong up to 128 tokens, then cooperative.
   EXPECT_FALSE(sparse24_config(sparse24_choose_config(128, 8192, 8192, 132)).cooperative);
@@ -197,6 +206,10 @@ TEST(Sparse24Heuristic, NarrowLayersStepDownToFillTheGpu) {
       for (int64_t n : {64, 1280, 4096, 8192, 57344})
         for (bool fast : {false, true}) {
           const Sparse24Config c = sparse24_config(sparse24_choose_config(m, n, 4096, sms, fast));
+          if (c.skinny) {  // the decode kernel, where its own rule says (SkinnyDecodeWhereItWon)
+            EXPECT_TRUE(kernels::sparse24_skinny_decode(m, n, 4096, sms)) << m << " " << n << " " << sms;
+            continue;
+          }
           const int64_t tiles = ((n + c.tile_m - 1) / c.tile_m) * ((m + c.tile_n - 1) / c.tile_n);
           EXPECT_TRUE(2 * tiles >= sms || (c.tile_m == 64 && c.tile_n == 32)) << m << " " << n << " " << sms;
           EXPECT_EQ(c.fast_accum, fast);
@@ -225,7 +238,7 @@ TEST(Sparse24Heuristic, TileOrder) {
 TEST(Sparse24Heuristic, StreamKWhereItWon) {
   for (int i = 0; i < sparse24_num_configs(); ++i) {
     const Sparse24Config c = sparse24_config(i);
-    EXPECT_EQ(c.stream_k, i >= 10) << i;
+    EXPECT_EQ(c.stream_k, i == 10 || i == 11) << i;
     EXPECT_EQ(c.name().find("_streamk") != std::string::npos, c.stream_k) << c.name();
     if (c.stream_k) {
       EXPECT_TRUE(c.cooperative) << "CUTLASS's stream-K scheduler runs on the cooperative kernel only";
@@ -284,11 +297,56 @@ TEST(Sparse24Heuristic, WideTokenTileFrom8192) {
     }
   // Not where it would leave fewer tiles than half the SMs (a 64-row weight: 47 tiles of 192 tokens).
   EXPECT_NE(sparse24_choose_config(9000, 64, 4096, 132), 9);
-  EXPECT_EQ(sparse24_num_configs(), 12);
+  EXPECT_EQ(sparse24_num_configs(), 13);
   EXPECT_TRUE(kernels::sparse24_wide_token_tile(8192));
   EXPECT_TRUE(kernels::sparse24_wide_token_tile(8200));   // 43 tiles: 56 of 8256 columns wasted (0.7 %)
   EXPECT_TRUE(kernels::sparse24_wide_token_tile(8256));   // 43 whole tiles
   EXPECT_FALSE(kernels::sparse24_wide_token_tile(8257));  // 44 tiles: 2.3 % wasted
+}
+
+// The split-K decode kernel (configuration 12, not CUTLASS) at M <= 8 on small weights whose 64-row
+// tiles leave SMs idle (src/sparse24_heuristic.h; measured: docs/performance.md), in both
+// accumulation modes, with or without a workspace; and how it covers a problem.
+TEST(Sparse24Heuristic, SkinnyDecodeWhereItWon) {
+  const Sparse24Config c = sparse24_config(kernels::kSparse24SkinnyConfig);
+  EXPECT_EQ(kernels::kSparse24SkinnyConfig, 12);
+  EXPECT_TRUE(c.skinny);
+  EXPECT_EQ(c.name(), "skinny_m32_splitk");
+  EXPECT_EQ(c.tile_n, kernels::kSparse24SkinnyMaxM);
+  EXPECT_FALSE(c.stream_k);
+  EXPECT_FALSE(c.fast_accum);
+  for (int i = 0; i < kernels::kSparse24SkinnyConfig; ++i) EXPECT_FALSE(sparse24_config(i).skinny) << i;
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{1280, 8192}, {8192, 1024}, {4096, 4096}, {72, 160}, {1288, 96},
+                      {8384, 1024}})
+    for (int64_t m : {1, 2, 5, 8})
+      for (bool fast : {false, true})
+        for (bool sk : {false, true}) EXPECT_EQ(sparse24_choose_config(m, n, k, 132, fast, sk), 12) << m << "x" << n << "x" << k;
+  for (int64_t m : {9, 16, 32, 64}) EXPECT_NE(sparse24_choose_config(m, 1280, 8192, 132), 12) << m;
+  EXPECT_NE(sparse24_choose_config(1, 6144, 4096, 132), 12);        // 25.2M weight elements: lost
+  EXPECT_NE(sparse24_choose_config(1, 4096, 14336, 132), 12);       // 58.7M: lost
+  EXPECT_NE(sparse24_choose_config(1, 8448, 1024, 132), 12);        // 132 tiles of 64 rows: no idle SM
+  EXPECT_EQ(sparse24_choose_config(1, 10240, 1024, 132, false, true), 10);  // stream-K keeps its layers
+  EXPECT_NE(sparse24_choose_config(1, 8192, 1024, 66), 12);         // 128 tiles on 66 SMs
+  // 16 rows per warp; a cluster only to give every SM a CTA, while each warp keeps 4 panels.
+  kernels::Sparse24SkinnyShape s = kernels::sparse24_skinny_shape(1, 1280, 8192, 132);
+  EXPECT_EQ(s.T, 1);
+  EXPECT_EQ(s.MT, 1);
+  EXPECT_EQ(s.KW, 4);
+  EXPECT_EQ(s.row_ctas, 80);
+  EXPECT_EQ(s.C, 2);  // 160 CTAs
+  s = kernels::sparse24_skinny_shape(8, 4096, 4096, 132);
+  EXPECT_EQ(s.row_ctas, 256);
+  EXPECT_EQ(s.C, 1);
+  s = kernels::sparse24_skinny_shape(32, 72, 160, 132);  // 2 panels: 2 warps, no cluster
+  EXPECT_EQ(s.T, 4);
+  EXPECT_EQ(s.KW, 2);
+  EXPECT_EQ(s.row_ctas, 5);
+  EXPECT_EQ(s.C, 1);
+  s = kernels::sparse24_skinny_shape(16, 200, 4128, 132);  // 33 panels: a cluster of 2 (4 of 4 would starve warps)
+  EXPECT_EQ(s.T, 2);
+  EXPECT_EQ(s.row_ctas, 13);
+  EXPECT_EQ(s.C, 2);
+  EXPECT_EQ(kernels::sparse24_skinny_shape(1, 8192, 8192, 0).C, 1);  // sm_count <= 0: 132
 }
 
 // The workspace query: host arithmetic (no GPU here), > 0 exactly where the choice is stream-K.
@@ -302,8 +360,10 @@ TEST(Sparse24Validation, WorkspaceBytesAndStreamKNeedsAWorkspace) {
   EXPECT_GT(sparse24_linear_workspace_bytes(16, 256, 8192, o, 132), 0u) << "two tiles: K split over the SMs";
   o.config = 0;
   EXPECT_EQ(sparse24_linear_workspace_bytes(1, 10240, 8192, o, 132), 0u);
-  o.config = 12;
-  expect_error([&] { sparse24_linear_workspace_bytes(1, 256, 512, o, 132); }, Status::kInvalidArgument, "config 12");
+  o.config = 12;  // the decode kernel needs none
+  EXPECT_EQ(sparse24_linear_workspace_bytes(1, 256, 512, o, 132), 0u);
+  o.config = 13;
+  expect_error([&] { sparse24_linear_workspace_bytes(1, 256, 512, o, 132); }, Status::kInvalidArgument, "config 13");
   o.config = -1;
   expect_error([&] { sparse24_linear_workspace_bytes(1, 250, 512, o, 132); }, Status::kInvalidArgument, "N=250");
   expect_error([&] { sparse24_linear_workspace_bytes(-1, 256, 512, o, 132); }, Status::kInvalidArgument, "M=-1");

@@ -333,7 +333,50 @@ TEST(Sparse24Gpu, LinearEveryConfiguration) {
   Weight w;
   make_weight(w, 392, 768, rng);
   for (int c = 0; c < sparse24_num_configs(); ++c)
-    for (int64_t M : {1, 77, 300}) check_linear(w, LinearSpec{M, DType::kBF16, DType::kBF16, false, c}, rng);
+    for (int64_t M : {1, 19, 77, 300}) {
+      if (sparse24_config(c).skinny && M > 32) continue;  // the decode kernel serves M <= 32
+      check_linear(w, LinearSpec{M, DType::kBF16, DType::kBF16, false, c}, rng);
+    }
+}
+
+// The split-K decode kernel (configuration 12), forced: every token count it serves (n8 token tiles
+// of 1, 2 and 4), weights off its 16-row and 128-column edges (8 rows and K = 32: one partial panel;
+// 72 x 160: a partial second panel; 200 x 4128: 33 panels, a cluster of 2; 1288 x 96: one warp per
+// CTA), every output dtype with either bias dtype, per-tensor scales and padded leading dimensions;
+// then through the heuristic on the 1280-row shard (80 row CTAs, a cluster of 2), with and without
+// a workspace, in both accumulation modes.
+TEST(Sparse24Gpu, LinearSkinnyDecode) {
+  QSGEMM_REQUIRE_SM90();
+  std::mt19937 rng(10);
+  constexpr int kSkinny = 12;
+  ASSERT_TRUE(sparse24_config(kSkinny).skinny);
+  for (auto [N, K] : {std::pair<int64_t, int64_t>{8, 32}, {72, 160}, {200, 4128}, {1288, 96}}) {
+    Weight w;
+    make_weight(w, N, K, rng);
+    for (int64_t M : {1, 2, 3, 7, 8, 9, 13, 16, 17, 31, 32})
+      check_linear(w, LinearSpec{M, DType::kBF16, DType::kU8, false, kSkinny}, rng);
+    check_linear(w, LinearSpec{5, DType::kF16, DType::kF16, true, kSkinny}, rng);
+    check_linear(w, LinearSpec{20, DType::kF32, DType::kF32, false, kSkinny, 16, 8}, rng);
+    check_linear(w, LinearSpec{3, DType::kBF16, DType::kF32, false, kSkinny}, rng);
+    check_linear(w, LinearSpec{12, DType::kBF16, DType::kBF16, false, kSkinny}, rng);
+  }
+  Weight wt;
+  make_weight(wt, 136, 384, rng, /*per_tensor=*/true);
+  check_linear(wt, LinearSpec{4, DType::kF32, DType::kF32, true, kSkinny}, rng);
+  check_linear(wt, LinearSpec{30, DType::kBF16, DType::kU8, false, kSkinny}, rng);
+  Weight shard;
+  make_weight(shard, 1280, 8192, rng);
+  for (int64_t M : {1, 8}) {
+    for (bool sk : {false, true})
+      for (bool fast : {false, true}) ASSERT_EQ(sparse24_choose_config(M, 1280, 8192, 132, fast, sk), kSkinny);
+    check_linear(shard, LinearSpec{M, DType::kF32}, rng);
+    LinearSpec plain{M, DType::kBF16, DType::kBF16};
+    plain.workspace = false;
+    check_linear(shard, plain, rng);
+    LinearSpec fast{M, DType::kF32};
+    fast.fast_accum = true;
+    check_linear(shard, fast, rng);
+  }
 }
 
 // The stream-K configurations split K over SMs: on 2-10 weight-row tiles the scheduler gives every

@@ -48,7 +48,9 @@
 namespace qsgemm::kernels {
 
 inline constexpr int kSparse24FirstWide = 9;      // QSGEMM_SPARSE24_WIDE_CONFIGS from here on
-inline constexpr int kSparse24FirstStreamK = 10;  // configurations from here on are stream-K
-inline constexpr int kSparse24NumConfigs = 12;
+inline constexpr int kSparse24FirstStreamK = 10;  // QSGEMM_SPARSE24_STREAMK_CONFIGS from here on
+// After the CUTLASS tables, configuration 12 is the split-K decode kernel (not CUTLASS, not in the
+// tables above: kSparse24SkinnyConfig in sparse24_skinny.h); src/sparse24.cpp runs it directly.
+inline constexpr int kSparse24NumConfigs = 13;
 
 }  // namespace qsgemm::kernels
