@@ -28,7 +28,6 @@
 // and 64-wide chunk) and feeds word j (4 consecutive k) to MMA j: its low two bytes as (a0 | a1),
 // its high two as (a2 | a3). The B fragment comes from the token rows at the same addresses.
 // A 128-wide group is 2 chunks x 4 MMAs.
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -38,13 +37,14 @@
 
 #include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
 #include "kernels/sm90/quant/fp8_common.cuh"  // to_float
+#include "kernels/sm90/skinny_common.cuh"
 #include "per_device_once.h"
 #include "validate.h"
 
 namespace qsgemm::kernels {
 namespace {
 
-namespace cg = cooperative_groups;
+using namespace skinny;  // cp_async_*, e4m3x4_to_f16x2x2, to_out, reduce_and_store, launch_split_k
 
 constexpr int kGroup = 128;     // K group of the scales
 constexpr int kMaxWarps = kSkinnyMaxWarps;  // warps per CTA (all split K); small CTAs fill the last wave finely
@@ -84,32 +84,6 @@ struct SkinnyParams {
   int KW;  // warps per CTA (each a K split)
 };
 
-// 16-byte asynchronous copies global -> shared; bytes = 0 zero-fills (K tail, rows past N, tokens
-// past M). W is streamed once (.cg: not kept in L1); X is read by every CTA (.ca).
-__device__ __forceinline__ void cp_async_cg(uint32_t dst, const void* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_ca(uint32_t dst, const void* src, int bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
-// Four e4m3 (the bytes of w) to two f16x2: lo from bytes 0-1, hi from bytes 2-3 (low half = lower
-// byte). Exact: e4m3 is a subset of fp16. Splitting w into its 16-bit halves inside the asm lets
-// ptxas read the high half in place (F2FP ... R.H1) instead of shifting it down first.
-__device__ __forceinline__ void e4m3x4_to_f16x2x2(uint32_t w, uint32_t& lo, uint32_t& hi) {
-  asm("{\n"
-      "  .reg .b16 l, h;\n"
-      "  mov.b32 {l, h}, %2;\n"
-      "  cvt.rn.f16x2.e4m3x2 %0, l;\n"
-      "  cvt.rn.f16x2.e4m3x2 %1, h;\n"
-      "}"
-      : "=r"(lo), "=r"(hi)
-      : "r"(w));
-}
-
 // d += A·B, one m16n8k16 step with f16 operands and float32 accumulation.
 __device__ __forceinline__ void mma_f16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                         uint32_t b1) {
@@ -119,15 +93,6 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], uint32_t a0, uint32_t a1,
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
-
-template <class OutT>
-__device__ __forceinline__ OutT to_out(float v);
-template <>
-__device__ __forceinline__ float to_out<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <>
-__device__ __forceinline__ __half to_out<__half>(float v) { return __float2half_rn(v); }
 
 // Scales of one group for one thread: rows (mt, half) and tokens (t, 0/1).
 template <int T>
@@ -357,75 +322,24 @@ __global__ void __launch_bounds__(kMaxWarps * 32) blockwise_skinny(const SkinnyP
   // copied into and read from: every lane must be past its last read and its last copy first.
   __syncwarp();
 
-  // ---- reduction: warps of the CTA, then CTAs of the cluster ---------------------------------------
-  // Each warp parks its partial tile at the start of its own ring (no other warp touches it).
-  float* red = reinterpret_cast<float*>(ring);
+  // ---- reduction: warps of the CTA, then CTAs of the cluster; rank 0 writes Y ----------------------
   constexpr int kWarpFloats = S * NV * 32 * 4;  // one warp's ring in floats
-  auto slot = [&](int w, int mt, int t, int e, int ln) { return w * kWarpFloats + (((mt * T + t) * 4 + e) * 32 + ln); };
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int t = 0; t < T; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) red[slot(warp, mt, t, e, lane)] = acc[mt][t][e];
-
-  cg::cluster_group cluster = cg::this_cluster();
-  if (C > 1)
-    cluster.sync();
-  else
-    __syncthreads();
-
-  if (rank == 0) {
-    constexpr int kElems = MT * T * 4 * 32;
-    for (int el = static_cast<int>(threadIdx.x); el < kElems; el += static_cast<int>(blockDim.x)) {
-      const int ln = el & 31, e = (el >> 5) & 3, t = (el >> 7) % T, mt = (el >> 7) / T;
-      const int row = row_base + 16 * mt + (ln >> 2) + 8 * (e >> 1);
-      const int tok = 8 * t + 2 * (ln & 3) + (e & 1);
-      if (row >= p.N || tok >= p.M) continue;
-      float v = 0.0f;
-      for (int c = 0; c < C; ++c) {
-        const float* src = C > 1 ? cluster.map_shared_rank(red, c) : red;
-        for (int w = 0; w < p.KW; ++w) v += src[slot(w, mt, t, e, ln)];
-      }
-      if (p.gx == kGrRow) v = v * __ldg(p.sx + tok) * __ldg(p.sw + row);
-      if (p.bias_f32) v += __ldg(p.bias_f32 + row);
-      if (p.bias_out) v += to_float<OutT>(static_cast<const OutT*>(p.bias_out)[row]);
-      static_cast<OutT*>(p.y)[static_cast<int64_t>(tok) * p.ldy + row] = to_out<OutT>(v);
-    }
-  }
-  // The other CTAs' shared memory must outlive rank 0's reads.
-  if (C > 1) cluster.sync();
+  reduce_and_store<MT, T, kWarpFloats>(acc, reinterpret_cast<float*>(ring), warp, lane, p.KW, row_base, p.N, p.M,
+                                       [&](float v, int row, int tok) {
+                                         if (p.gx == kGrRow) v = v * __ldg(p.sx + tok) * __ldg(p.sw + row);
+                                         if (p.bias_f32) v += __ldg(p.bias_f32 + row);
+                                         if (p.bias_out) v += to_float<OutT>(static_cast<const OutT*>(p.bias_out)[row]);
+                                         static_cast<OutT*>(p.y)[static_cast<int64_t>(tok) * p.ldy + row] = to_out<OutT>(v);
+                                       });
 }
 
 template <int T, class OutT>
 void launch(const SkinnyParams& p, int row_ctas, int C, int device, cudaStream_t stream) {
-  // Kernel attributes are per device: set them once per device.
-  static detail::PerDeviceOnce once;
-  const cudaError_t attr_status = once.run(device, [] {
-    const cudaError_t e = cudaFuncSetAttribute(blockwise_skinny<T, OutT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               kSmemBytes<T>);
-    if (e != cudaSuccess) return e;
-    // The ring is the kernel's only large resource: ask for the largest shared-memory carveout so
-    // that Tiling<T>::kCtasPerSm CTAs fit on an SM.
-    return cudaFuncSetAttribute(blockwise_skinny<T, OutT>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                static_cast<int>(cudaSharedmemCarveoutMaxShared));
-  });
-  detail::check_cuda(attr_status, "blockwise_linear", "cudaFuncSetAttribute(skinny kernel shared memory)");
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(row_ctas), static_cast<unsigned>(C), 1);
-  cfg.blockDim = dim3(static_cast<unsigned>(32 * p.KW), 1, 1);
-  // The ring is sized for 8 warps; fewer warps (tiny K) leave the tail unused.
-  cfg.dynamicSmemBytes = kSmemBytes<T>;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = static_cast<unsigned>(C);
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  detail::check_cuda(cudaLaunchKernelEx(&cfg, blockwise_skinny<T, OutT>, p), "blockwise_linear",
-                     "cudaLaunchKernelEx(skinny blockwise kernel)");
+  static detail::PerDeviceOnce once;  // kernel attributes are per device
+  // The ring is sized for 4 warps; fewer warps (tiny K) leave the tail unused. The largest
+  // shared-memory carveout lets Tiling<T>::kCtasPerSm CTAs fit on an SM.
+  launch_split_k(blockwise_skinny<T, OutT>, p, once, device, row_ctas, C, p.KW, kSmemBytes<T>, stream, "blockwise_linear",
+                 "cudaLaunchKernelEx(skinny blockwise kernel)");
 }
 
 template <class OutT>

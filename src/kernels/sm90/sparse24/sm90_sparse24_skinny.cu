@@ -44,7 +44,6 @@
 // leave most SMs idle at M <= 8 (small weights: 1.1-1.3x), and loses elsewhere, so the heuristic
 // takes it there only. It is bound by instructions (fp16 conversions, the metadata reshuffle), not by
 // memory: a deeper copy ring made it slower.
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -53,6 +52,7 @@
 #include <cstdint>
 
 #include "kernels/sm90/quant/fp8_common.cuh"  // to_float
+#include "kernels/sm90/skinny_common.cuh"
 #include "kernels/sm90/sparse24/sparse24_skinny.h"
 #include "per_device_once.h"
 #include "qsgemm/formats.h"
@@ -61,7 +61,7 @@
 namespace qsgemm::kernels {
 namespace {
 
-namespace cg = cooperative_groups;
+using namespace skinny;  // cp_async_*, e4m3x4_to_f16x2x2, to_out, reduce_and_store, launch_split_k
 
 constexpr int kPanel = 128;           // logical K of one metadata panel (docs/formats.md §4.3)
 constexpr int kPanelValueBytes = 64;  // value bytes of one row in one panel
@@ -95,16 +95,6 @@ struct SkinnyParams {
   int KW;
 };
 
-__device__ __forceinline__ void cp_async_cg(uint32_t dst, const void* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_ca(uint32_t dst, const void* src, int bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
 // d += A·B, one sparse m16n8k32 step with fp16 operands and float32 accumulation; kSel: the
 // sparsity selector (which thread pair of each quad supplies the metadata).
 template <int kSel>
@@ -116,21 +106,6 @@ __device__ __forceinline__ void mma_sp(float (&d)[4], const uint32_t (&a)[4], co
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e), "n"(kSel));
 }
 
-// Four e4m3 (the bytes of w) to two f16x2: lo from bytes 0-1, hi from bytes 2-3. Exact.
-__device__ __forceinline__ void e4m3x4_to_f16x2x2(uint32_t w, uint32_t& lo, uint32_t& hi) {
-  asm("{\n"
-      "  .reg .b16 l, h;\n"
-      "  mov.b32 {l, h}, %2;\n"
-      "  cvt.rn.f16x2.e4m3x2 %0, l;\n"
-      "  cvt.rn.f16x2.e4m3x2 %1, h;\n"
-      "}"
-      : "=r"(lo), "=r"(hi)
-      : "r"(w));
-}
-
-// The metadata register of one MMA from the 16-byte panel rows of rows g (mg) and g+8 (mh): `sel`
-// picks byte j of each word pair, `shift` (0 or 4) the nibble. Bits 4i .. 4i+3 (row g) and
-// 16+4i .. 19+4i (row g+8) take the nibble of byte j of word x, z, y, w for i = 0, 1, 2, 3.
 // The low nibbles of the four bytes of v, packed into 16 bits (byte i's nibble at bits 4i).
 __device__ __forceinline__ uint32_t pack_low_nibbles(uint32_t v) {
   v &= 0x0F0F0F0Fu;
@@ -149,15 +124,6 @@ __device__ __forceinline__ uint32_t meta_bytes(const uint4& m, uint32_t sel, uin
 __device__ __forceinline__ uint32_t meta_register(const uint4& mg, const uint4& mh, uint32_t sel, uint32_t shift) {
   return pack_low_nibbles(meta_bytes(mg, sel, shift)) | (pack_low_nibbles(meta_bytes(mh, sel, shift)) << 16);
 }
-
-template <class OutT>
-__device__ __forceinline__ OutT to_out(float v);
-template <>
-__device__ __forceinline__ float to_out<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <>
-__device__ __forceinline__ __half to_out<__half>(float v) { return __float2half_rn(v); }
 
 // Grid: (row_ctas, C) with clusters of (1, C, 1); block: 32·KW threads; dynamic shared memory
 // kSmemBytes<T, MT>. Warp w takes panels w + KW·rank, stepping by KW·C.
@@ -331,69 +297,23 @@ __global__ void __launch_bounds__(kMaxWarps * 32) sparse24_skinny(const SkinnyPa
   __syncwarp();
 
   // ---- reduction: warps of the CTA, then CTAs of the cluster; rank 0 writes Y -------------------------
-  float* red = reinterpret_cast<float*>(ring);
-  constexpr int kWarpFloats = S * NV * 32 * 4;
+  constexpr int kWarpFloats = S * NV * 32 * 4;  // one warp's ring in floats
   static_assert(MT * T * 4 * 32 <= kWarpFloats, "a warp's partial tile must fit in its ring");
-  auto slot = [&](int w, int mt, int t, int e, int ln) { return w * kWarpFloats + (((mt * T + t) * 4 + e) * 32 + ln); };
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int t = 0; t < T; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) red[slot(warp, mt, t, e, lane)] = acc[mt][t][e];
-
-  cg::cluster_group cluster = cg::this_cluster();
-  if (C > 1)
-    cluster.sync();
-  else
-    __syncthreads();
-
-  if (rank == 0) {
-    constexpr int kElems = MT * T * 4 * 32;
-    for (int el = static_cast<int>(threadIdx.x); el < kElems; el += static_cast<int>(blockDim.x)) {
-      const int ln = el & 31, e = (el >> 5) & 3, t = (el >> 7) % T, mt = (el >> 7) / T;
-      const int row = row_base + 16 * mt + (ln >> 2) + 8 * (e >> 1);
-      const int tok = 8 * t + 2 * (ln & 3) + (e & 1);
-      if (row >= p.N || tok >= p.M) continue;
-      float v = 0.0f;
-      for (int c = 0; c < C; ++c) {
-        const float* src = C > 1 ? cluster.map_shared_rank(red, c) : red;
-        for (int w = 0; w < p.KW; ++w) v += src[slot(w, mt, t, e, ln)];
-      }
-      v = v * __ldg(p.sx + (p.sx_scalar ? 0 : tok)) * __ldg(p.sw + (p.sw_scalar ? 0 : row));
-      if (p.bias)
-        v += p.bias_f32 ? __ldg(static_cast<const float*>(p.bias) + row) : to_float<OutT>(static_cast<const OutT*>(p.bias)[row]);
-      static_cast<OutT*>(p.y)[static_cast<int64_t>(tok) * p.ldy + row] = to_out<OutT>(v);
-    }
-  }
-  if (C > 1) cluster.sync();  // the other CTAs' shared memory must outlive rank 0's reads
+  reduce_and_store<MT, T, kWarpFloats>(acc, reinterpret_cast<float*>(ring), warp, lane, p.KW, row_base, p.N, p.M,
+                                       [&](float v, int row, int tok) {
+                                         v = v * __ldg(p.sx + (p.sx_scalar ? 0 : tok)) * __ldg(p.sw + (p.sw_scalar ? 0 : row));
+                                         if (p.bias)
+                                           v += p.bias_f32 ? __ldg(static_cast<const float*>(p.bias) + row)
+                                                           : to_float<OutT>(static_cast<const OutT*>(p.bias)[row]);
+                                         static_cast<OutT*>(p.y)[static_cast<int64_t>(tok) * p.ldy + row] = to_out<OutT>(v);
+                                       });
 }
 
 template <int T, int MT, class OutT>
 void launch(const SkinnyParams& p, int row_ctas, int C, cudaStream_t stream) {
-  constexpr int kSmem = kSmemBytes<T, MT>;
-  auto kernel = sparse24_skinny<T, MT, OutT>;
   static detail::PerDeviceOnce once;  // kernel attributes are per device
-  const cudaError_t attr_status = once.run(detail::current_device(), [&] {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
-    if (e != cudaSuccess) return e;
-    return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                static_cast<int>(cudaSharedmemCarveoutMaxShared));
-  });
-  detail::check_cuda(attr_status, "sparse24_linear", "cudaFuncSetAttribute(skinny sparse kernel shared memory)");
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(row_ctas), static_cast<unsigned>(C), 1);
-  cfg.blockDim = dim3(static_cast<unsigned>(32 * p.KW), 1, 1);
-  cfg.dynamicSmemBytes = kSmem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = static_cast<unsigned>(C);
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  detail::check_cuda(cudaLaunchKernelEx(&cfg, kernel, p), "sparse24_linear", "cudaLaunchKernelEx(skinny sparse kernel)");
+  launch_split_k(sparse24_skinny<T, MT, OutT>, p, once, detail::current_device(), row_ctas, C, p.KW, kSmemBytes<T, MT>,
+                 stream, "sparse24_linear", "cudaLaunchKernelEx(skinny sparse kernel)");
 }
 
 template <class OutT>
