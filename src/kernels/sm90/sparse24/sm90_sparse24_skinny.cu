@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) sparse24_skinny(const SkinnyPa
     cp_async_commit();
   }
   // The metadata this thread supplies: MMAs j = 2·jj + q/2 (jj = 0, 1), nibble q%2 of byte j of
-  // the words x, z, y, w (in that order) of the panel rows of rows g (bits 0-15) and g+8 (16-31).
+  // the words x, y, z, w of the panel rows of rows g (bits 0-15) and g+8 (16-31).
   const int o = q & 1;
   const uint32_t meta_shift = 4u * static_cast<uint32_t>(o);
   uint32_t meta_sel[2];
@@ -324,7 +324,6 @@ void launch_for_tokens(const SkinnyParams& p, const Sparse24SkinnyShape& s, cuda
     default: return launch<4, 1, OutT>(p, s.row_ctas, s.C, stream);
   }
 }
-
 
 }  // namespace
 
