@@ -59,22 +59,29 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
   // W tile for every 64 rows, which we charge 20%. Small M (decode) and shapes whose 128-row tiles
   // leave SMs idle in the last wave go to the 64-row tile.
   if (1.2 * static_cast<double>(waves_64) < 2.0 * static_cast<double>(waves_128)) return 1;
-  // The 1x2 cluster (configuration 2, TMA multicast of the X tile) is left to explicit choice: the
-  // 1x1 tile measured 0-14 % faster up to M = 2048 (scripts/tune_sweep.sh,
-  // bench/results/h200/tune_blockwise.jsonl) and, with blockwise_tile_order's order, faster on 6
-  // of 8 layer x M points at M = 4096..16384 and at most 2.4 % slower on the other two
-  // (bench/results/h200/tune_tile_order.txt).
+  // The 1x2 cluster (configuration 2, TMA multicast of the X tile) on large weights from M = 4096:
+  // with the two-partials mainloop it measured 1-7 % faster than the 1x1 tile on 7168x16384,
+  // 8192x28672 and 57344x8192 at M = 4096..16384 (one exception, 7168x16384 at M = 4096 in one of
+  // two runs), and slower on the other layers, by up to 15 % on short K
+  // (bench/results/h200/tune_blockwise_two_partials.jsonl). With CUTLASS's mainloop the 1x1 tile
+  // had won nearly everywhere (tune_blockwise.jsonl, tune_tile_order.txt).
+  if (M >= 4096 && (K >= 16384 || N * K >= (int64_t{1} << 28))) return 2;
   return 0;
 }
 
-bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int sm_count) {
+bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count) {
+  // Measured from M = 256 on; below, the 64x128 tile's partial waves were not compared with it.
+  if (M < 256 || config == kSkinnyConfig || config == kPerRowWideConfig) return false;
   const int64_t sms = sm_count > 0 ? sm_count : 132;
-  const int64_t m_tiles = ceil_div(M, 128);
-  const int64_t waves_128 = ceil_div(m_tiles * ceil_div(N, 128), sms);
-  const int64_t waves_192 = ceil_div(m_tiles * ceil_div(N, 192), sms);
+  const int64_t n_tiles = ceil_div(N, 128);
+  const int64_t waves_64 = ceil_div(ceil_div(M, 64) * n_tiles, sms);
+  const int64_t waves_128 = ceil_div(ceil_div(M, 128) * n_tiles, sms);
+  const int64_t waves_192 = ceil_div(ceil_div(M, 128) * ceil_div(N, 192), sms);
   const int64_t waste = ceil_div(N, 192) * 192 - N;
-  // 1.5 x 0.95 = 57 / 40; waste <= 1.5 % of N.
-  return 57 * waves_192 < 40 * waves_128 && 200 * waste <= 3 * N;
+  if (200 * waste > 3 * N) return false;  // more than 1.5 % of N wasted
+  // In tenths of a 64x128 tile: 12 per 64-row wave, 20 per 128x128 wave, 30 per 128x192 wave.
+  const int64_t picked = config == 1 ? 12 * waves_64 : 20 * waves_128;
+  return 30 * waves_192 < picked;
 }
 
 void run_blockwise_gemm(const BlockwiseGemmArgs& a, int config, cudaStream_t stream) {
@@ -259,8 +266,8 @@ bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity 
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                             int sm_count) {
   const int config = kernels::blockwise_choose_config(M, N, K, sm_count);
-  if (gx == ScaleGranularity::kPerRow && gw == ScaleGranularity::kPerRow && config == 0 &&
-      kernels::blockwise_per_row_wide_tile(M, N, sm_count))
+  if (gx == ScaleGranularity::kPerRow && gw == ScaleGranularity::kPerRow &&
+      kernels::blockwise_per_row_wide_tile(M, N, config, sm_count))
     return kernels::kPerRowWideConfig;
   return kernels::blockwise_config_supports(config, gx, gw) ? config : 0;  // 0 serves every pair
 }

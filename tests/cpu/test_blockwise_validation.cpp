@@ -318,34 +318,46 @@ TEST(BlockwiseConfigs, Supports) {
 // Per-row scales take the 128x192 tile where its waves come out fewer (1.425 128x128 waves each)
 // and its last tile is nearly full (measured: bench/results/h200/tune_perrow_192.txt).
 TEST(BlockwiseHeuristic, PerRowWideTile) {
-  const auto wide = [](int64_t M, int64_t N) { return kernels::blockwise_per_row_wide_tile(M, N, 132); };
-  // Measured wins: 6144 rows (32 tiles of 192) from M = 512; 2112 rows (11 tiles) from M = 1024;
-  // 24576 / 32768 / 57344 rows from M = 1024.
-  for (int64_t M : {512, 2048, 4096, 8192}) EXPECT_TRUE(wide(M, 6144)) << M;
-  for (int64_t M : {1024, 4096, 8192}) EXPECT_TRUE(wide(M, 2112)) << M;
-  for (int64_t N : {24576, 32768, 57344})
-    for (int64_t M : {1024, 2048, 4096, 8192}) EXPECT_TRUE(wide(M, N)) << M << "x" << N;
-  EXPECT_TRUE(wide(256, 10240)) << "1.21 waves of 128x128 against 0.82 of 128x192 (measured 1.37x)";
-  // Measured losses: 4096 rows (3.1 % of the last tile wasted) everywhere, 7168 rows (1.8 %),
-  // 8192 rows below M = 4096, one-wave problems.
-  for (int64_t M : {256, 512, 1024, 2048, 4096, 8192, 16384}) {
-    EXPECT_FALSE(wide(M, 4096)) << M;
-    EXPECT_FALSE(wide(M, 7168)) << M;
+  const auto wide = [](int64_t M, int64_t N, int config) {
+    return kernels::blockwise_per_row_wide_tile(M, N, config, 132);
+  };
+  // Measured wins (tune_blockwise_two_partials.jsonl, per_row x per_row), against the pick:
+  EXPECT_TRUE(wide(256, 10240, 1)) << "64x128: 50.6 us, 128x192: 40.1 (3 waves of 64 rows against 1)";
+  EXPECT_TRUE(wide(1024, 2112, 1)) << "44.3 against 34.6 us";
+  EXPECT_TRUE(wide(2048, 32768, 0)) << "112.5 against 103.8 us";
+  EXPECT_TRUE(wide(4096, 2112, 0)) << "119.8 against 101.3 us";
+  EXPECT_TRUE(wide(8192, 57344, 2)) << "6879 against 6740 us";
+  // Measured losses: 4096 rows (3.1 % of the last tile wasted) and 7168 rows (1.8 %) everywhere;
+  // 10240 and 28672 rows, where the 128x128 tile's waves are nearly full, from M = 1024.
+  for (int64_t M : {256, 512, 1024, 2048, 4096, 8192, 16384})
+    for (int config : {0, 1, 2}) {
+      EXPECT_FALSE(wide(M, 4096, config)) << M;
+      EXPECT_FALSE(wide(M, 7168, config)) << M;
+    }
+  for (int64_t M : {1024, 2048, 4096, 8192, 16384}) {
+    EXPECT_FALSE(wide(M, 10240, 0)) << M;
+    EXPECT_FALSE(wide(M, 28672, 0)) << M;
   }
-  for (int64_t M : {256, 512, 1024, 2048}) EXPECT_FALSE(wide(M, 8192)) << M;
-  for (int64_t N : {2112, 6144, 8192}) EXPECT_FALSE(wide(256, N)) << N;
-  // The public choice: per_row x per_row only, and only where the 128x128 tile was the pick.
-  EXPECT_EQ(qsgemm::blockwise_choose_config(4096, 6144, 4096, G::kPerRow, G::kPerRow, 132), 4);
-  EXPECT_EQ(qsgemm::blockwise_choose_config(4096, 6144, 4096, G::kGroup1x128, G::kBlock128x128, 132), 0);
-  EXPECT_EQ(qsgemm::blockwise_choose_config(4096, 6144, 4096, G::kGroup1x128, G::kGroup1x128, 132), 0);
+  // Not measured below 256 tokens; never instead of the skinny kernel or itself.
+  for (int64_t M : {1, 64, 128, 255})
+    for (int config : {0, 1}) EXPECT_FALSE(wide(M, 24576, config)) << M;
+  EXPECT_FALSE(wide(4096, 2112, kernels::kSkinnyConfig));
+  EXPECT_FALSE(wide(4096, 2112, kernels::kPerRowWideConfig));
+  // The public choice: per_row x per_row only.
+  EXPECT_EQ(qsgemm::blockwise_choose_config(4096, 2112, 7168, G::kPerRow, G::kPerRow, 132), 4);
+  EXPECT_EQ(qsgemm::blockwise_choose_config(4096, 2112, 7168, G::kGroup1x128, G::kBlock128x128, 132), 0);
+  EXPECT_EQ(qsgemm::blockwise_choose_config(4096, 2112, 7168, G::kGroup1x128, G::kGroup1x128, 132), 0);
   EXPECT_EQ(qsgemm::blockwise_choose_config(4096, 4096, 4096, G::kPerRow, G::kPerRow, 132), 0);
+  EXPECT_EQ(qsgemm::blockwise_choose_config(8192, 57344, 8192, G::kPerRow, G::kPerRow, 132), 4);
+  EXPECT_EQ(qsgemm::blockwise_choose_config(8192, 57344, 8192, G::kGroup1x128, G::kBlock128x128, 132), 2);
   EXPECT_EQ(qsgemm::blockwise_choose_config(8, 6144, 4096, G::kPerRow, G::kPerRow, 132), 3) << "decode: skinny";
   for (int64_t M = 1; M <= 70000; M = M * 3 + 1)
-    for (int64_t N : {8, 2112, 6144, 24576, 129280}) {
-      const int c = qsgemm::blockwise_choose_config(M, N, 4096, G::kPerRow, G::kPerRow, 132);
-      if (c == 4) EXPECT_EQ(blockwise_choose_config(M, N, 4096, 132), 0) << M << "x" << N;
-      EXPECT_EQ(c == 4, blockwise_choose_config(M, N, 4096, 132) == 0 && wide(M, N)) << M << "x" << N;
-    }
+    for (int64_t N : {8, 2112, 6144, 24576, 129280})
+      for (int64_t K : {4096, 16384}) {
+        const int base = blockwise_choose_config(M, N, K, 132);
+        const int c = qsgemm::blockwise_choose_config(M, N, K, G::kPerRow, G::kPerRow, 132);
+        EXPECT_EQ(c, wide(M, N, base) ? kernels::kPerRowWideConfig : base) << M << "x" << N << "x" << K;
+      }
 }
 
 // The tuned decode rule (bench/results/h200/tune_skinny.jsonl): the skinny kernel at M <= 8 unless K
@@ -426,9 +438,21 @@ TEST(BlockwiseHeuristic, SkinnyShape) {
 TEST(BlockwiseHeuristic, MediumAndLargeM) {
   // 2 x 56 = 112 tiles of 128 rows: one wave; 64-row tiles would need two.
   EXPECT_EQ(blockwise_choose_config(256, 7168, 7168, 132), 0);
-  // Many waves: the 1x1 tile (the 1x2 cluster measured slower or within 2 %, see the heuristic).
+  // Many waves: the 1x1 tile, except on large weights from M = 4096 (K >= 16384 or N x K >= 2^28),
+  // where the 1x2 cluster measured faster (see the heuristic).
   for (int64_t M : {1024, 2048, 4096, 16384, 65536})
-    for (int64_t N : {2048, 7168, 7296, 57344}) EXPECT_EQ(blockwise_choose_config(M, N, 7168, 132), 0) << M << "x" << N;
+    for (int64_t N : {2048, 7168, 7296}) EXPECT_EQ(blockwise_choose_config(M, N, 7168, 132), 0) << M << "x" << N;
+  for (int64_t M : {1024, 2048}) {
+    EXPECT_EQ(blockwise_choose_config(M, 57344, 8192, 132), 0) << M;
+    EXPECT_EQ(blockwise_choose_config(M, 7168, 16384, 132), 0) << M;
+  }
+  for (int64_t M : {4096, 8192, 16384, 65536}) {
+    EXPECT_EQ(blockwise_choose_config(M, 57344, 8192, 132), 2) << M;
+    EXPECT_EQ(blockwise_choose_config(M, 8192, 28672, 132), 2) << M;
+    EXPECT_EQ(blockwise_choose_config(M, 7168, 16384, 132), 2) << M;
+    EXPECT_EQ(blockwise_choose_config(M, 10240, 8192, 132), 0) << M;
+    EXPECT_EQ(blockwise_choose_config(M, 4096, 14336, 132), 0) << M;
+  }
   // Few N tiles, many rows: 64-row tiles fill the SMs (130 tiles vs. 66).
   EXPECT_EQ(blockwise_choose_config(4099, 256, 7168, 132), 1);
 }

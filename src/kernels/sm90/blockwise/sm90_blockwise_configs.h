@@ -38,6 +38,9 @@ struct BlockwiseConfig {
   BlockwiseSchedule schedule;
   // Instantiated for per-token x per-channel scales (kPerRow x kPerRow) only.
   bool per_row_only = false;
+  // The mainloop with two partial accumulator tiles (sm90_blockwise_two_partials.cuh) instead of
+  // CUTLASS's blockwise one.
+  bool two_partials = false;
 
   // e.g. "128x128x128_c1x1_coop"; "skinny_m32_splitk" for the skinny kernel.
   std::string name() const {
@@ -51,11 +54,19 @@ struct BlockwiseConfig {
 // The table. Index = BlockwiseOptions::config. Each row is instantiated for every output dtype and
 // every scale-granularity pair it supports (sm90_blockwise_gemm_*.cu); keep it short: one CUTLASS
 // kernel costs about a minute of compile time.
+// Rows 0-2 run the two-partials mainloop (sm90_blockwise_two_partials.cuh) where the weight scales
+// are one per tile (128x128 blocks, per-row): K tile k's MMAs are issued before tile k-1's partial
+// sums are promoted. Bit-identical to CUTLASS's mainloop and,
+// measured on the H200 against it in one run (same kernels otherwise, 1x128 x 128x128 scales,
+// M = 256..8192 on the Llama and DeepSeek-V3 layers): 64x128 ping-pong 1.12-1.25x faster,
+// 128x128 1x2 cluster 0.99-1.13x, 128x128 1x1 0.95-1.04x (slower only at K >= 14336 with
+// M >= 1024, where the 1x2 cluster is then the faster of the two); per-row scales on 128x128
+// 0.97-1.08x.
 //   0: the general tile (M > 64 and enough tiles to fill the GPU).
 //   1: 64-row tiles for small M (decode-sized batches) and for shapes whose 128-row tile count
 //      quantizes badly onto the SMs. Not for x_scale kBlock128x128.
 //   2: 128x128 with a 1x2 cluster: the X tile is multicast to the two CTAs of a cluster (half the
-//      L2->SM traffic of X) for large M x N.
+//      L2->SM traffic of X), for large weights from M = 4096 (blockwise_choose_config).
 //   3: decode sizes (M <= 32): W as the MMA's A operand in m16 tiles (1 or 2 per warp), tokens as
 //      n8 tiles, K split over warps and over a cluster of up to 8 CTAs (reduced through distributed
 //      shared memory, no workspace). tile_m is the largest M it serves, tile_n the rows of one MMA
@@ -68,11 +79,13 @@ struct BlockwiseConfig {
 //      configuration 0 (same run, bit-identical output), 2-10 % faster on weights of 6144, 24576,
 //      28672, 32768 and 57344 rows from M = 512, up to 1.39x where the 192-wide tiles need fewer
 //      waves (2112 rows at M = 1024), and 3-25 % slower on 4096, 7168 and (below M = 4096) 8192
-//      rows; blockwise_per_row_wide_tile says where (bench/results/h200/tune_perrow_192.txt).
+//      rows (with CUTLASS's mainloop in configuration 0, tune_perrow_192.txt). Its three register
+//      tiles would not fit, so it keeps CUTLASS's mainloop, and the two-partials 128x128 tile now
+//      beats it on more shapes; blockwise_per_row_wide_tile says where.
 inline constexpr BlockwiseConfig kBlockwiseConfigs[] = {
-    {128, 128, 128, 1, 1, BlockwiseSchedule::kCooperative},
-    {64, 128, 128, 1, 1, BlockwiseSchedule::kPingpong},
-    {128, 128, 128, 1, 2, BlockwiseSchedule::kCooperative},
+    {128, 128, 128, 1, 1, BlockwiseSchedule::kCooperative, false, true},
+    {64, 128, 128, 1, 1, BlockwiseSchedule::kPingpong, false, true},
+    {128, 128, 128, 1, 2, BlockwiseSchedule::kCooperative, false, true},
     {32, 16, 128, 1, 1, BlockwiseSchedule::kSkinny},
     {128, 192, 128, 1, 1, BlockwiseSchedule::kCooperative, true},
 };
@@ -109,15 +122,19 @@ bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity
 // the pair.
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count);
 
-// Pure: whether per-row scales should take the 128x192 tile (kPerRowWideConfig) where
-// blockwise_choose_config picked the 128x128 one. A wave model fitted to the H200 measurements:
-// the 192-wide tile is taken when its waves, each charged 1.5 x 0.95 of a 128x128 wave, come to
-// fewer than the 128x128 tile's, and only on weights whose last 192-row tile is nearly full
+// Pure: whether per-row scales should take the 128x192 tile (kPerRowWideConfig) instead of
+// `config`, blockwise_choose_config's pick (0, 1 or 2; never the skinny kernel). A wave model fitted
+// to the H200 measurements: the tile's time is charged in units of one 64x128 tile, a 64-row wave
+// 1.2 (it reloads W for every 64 rows), a 128x128 wave 2 and a 128x192 wave 3; the wide tile is
+// taken when it comes to strictly less, from M = 256, and only on weights whose last 192-row tile is nearly full
 // (at most 1.5 % of N wasted: 4096 rows waste 3.1 % and measured 8-13 % slower even at M = 8192,
-// 7168 rows 1.8 % and 2-3 % slower at M = 8192). Over 142 measurements (71 layer x M points,
-// M = 256..8192, two runs) it picks the slower tile on 16, by at most 2.5 %; geometric mean
-// 3.7 % above configuration 0 alone (the faster tile at every point: 3.85 %).
-bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int sm_count);
+// 7168 rows 1.8 % and 2-3 % slower at M = 8192). Fitted on `qsgemm tune blockwise --gx per_row
+// --gw per_row` over the 14 benchmark layers at M = 256..16384 with the two-partials mainloop in
+// the 128x128 and 64x128 tiles (bench/results/h200/tune_blockwise_two_partials.jsonl): it
+// reaches 0.991 of the fastest configuration (geometric mean over the 84 points, worst 0.91);
+// the 128x128 tile alone would reach 0.962, and the rule fitted before the two-partials
+// mainloop (a 128x192 wave charged 2.85, only against the 128x128 tile) 0.979.
+bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count);
 
 // Everything one launch needs (validated by src/blockwise.cpp). Scale layouts are those of
 // include/qsgemm/blockwise.h; per-row scales (gx == gw == kPerRow) are applied in the epilogue.

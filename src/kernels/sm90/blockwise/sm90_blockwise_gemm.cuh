@@ -58,6 +58,7 @@
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
+#include "kernels/sm90/blockwise/sm90_blockwise_two_partials.cuh"
 #include "kernels/sm90/cutlass_smem.cuh"
 #include "validate.h"
 
@@ -75,8 +76,11 @@ using ScaleLayout = Layout<Shape<Shape<Int<kGranularity>, int32_t>, Shape<_128, 
                            Stride<Stride<_0, int32_t>, Stride<_0, int32_t>, int32_t>>;
 
 // ElementD: the output dtype. kGranM / kGranN: scale granularity along M (1 or 128) and N (1 or 128),
-// or both kPerRowScales.
-template <class ElementD, int kConfig, int kGranM, int kGranN>
+// or both kPerRowScales. kTwoPartials: the mainloop of sm90_blockwise_two_partials.cuh instead of
+// CUTLASS's; by default where the configuration table asks for it and the weight scales are one
+// per tile (128x128 blocks, or per-row scales applied in the epilogue).
+template <class ElementD, int kConfig, int kGranM, int kGranN,
+          bool kTwoPartials = kBlockwiseConfigs[kConfig].two_partials && (kGranN == kPerRowScales || kGranN == 128)>
 struct BlockwiseGemm {
   static constexpr BlockwiseConfig kCfg = kBlockwiseConfigs[kConfig];
   static constexpr bool kPerRow = kGranM == kPerRowScales;
@@ -137,11 +141,13 @@ struct BlockwiseGemm {
   using GmemLayoutA = cute::tuple<cutlass::layout::RowMajor, LayoutSFA>;
   using GmemLayoutB = cute::tuple<cutlass::layout::ColumnMajor, LayoutSFB>;
 
-  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+  using CutlassMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, GmemLayoutA, kAlignmentAB, ElementB, GmemLayoutB,
       kAlignmentAB, ElementAccumulator, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
       MainloopSchedule>::CollectiveOp;
+  using CollectiveMainloop =
+      cute::conditional_t<kTwoPartials, TwoPartialsBlockwiseMainloop<CutlassMainloop>, CutlassMainloop>;
 
   // Default tile scheduler (persistent, no workspace).
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop, CollectiveEpilogue>;

@@ -1,0 +1,186 @@
+// The blockwise FP8 mainloop with two partial accumulators in flight (used by
+// sm90_blockwise_gemm.cuh for the tiles whose three register tiles fit, see below).
+//
+// CUTLASS's blockwise mainloop (MainloopSm90TmaGmmaWarpSpecializedBlockwiseFP8) accumulates each
+// 128-wide K tile with wgmma into one zeroed register tile P and then promotes it into the float32
+// accumulators, acc += (sx·sw) · P. Promoting reads P, so every K tile ends with wgmma.wait_group 0:
+// the warp group has no MMA in flight while it waits for the last one to drain, reads the scales
+// and does the promotion FMAs, and only the other consumer warp group (if it is not waiting too)
+// keeps the tensor cores busy.
+//
+// Here the K tiles alternate between two partial tiles P0 and P1: tile k is issued into P[k % 2]
+// before tile k-1's batch is waited for (wgmma.wait_group 1), so while P[(k-1) % 2] is promoted,
+// tile k is already running. The sums are the same float32 operations in the same order as
+// CUTLASS's (acc starts at 0, then acc += s_k · P_k for k = 0, 1, ...), so the results are
+// bit-identical to the single-partial mainloop; only the waiting changes.
+//
+// Cost: a third register tile. With 128x128 cooperative tiles (64x128 per warp group) or 64x128
+// ping-pong tiles that is 3 x 64 = 192 float registers per thread, which fits the 240 a consumer
+// warp group gets; 128x192 (3 x 96) does not, so the wide per-row tile keeps CUTLASS's mainloop.
+//
+// Everything except mma() is CUTLASS's collective (TMA loads, scale loads, shared storage,
+// pipeline, mma_tail): this type derives from it and replaces mma() only. Stage release follows
+// the base's contract: mma() releases every stage but the last, which mma_tail() releases.
+#pragma once
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+
+namespace qsgemm::kernels::sm90_blockwise {
+
+template <class Base>
+struct TwoPartialsBlockwiseMainloop : Base {
+  using typename Base::ElementBlockScale;
+  using typename Base::MainloopPipeline;
+  using typename Base::Params;
+  using typename Base::PipelineState;
+  using typename Base::SmemLayoutA;
+  using typename Base::SmemLayoutB;
+  using typename Base::SmemLayoutSFA;
+  using typename Base::SmemLayoutSFB;
+  using typename Base::TensorStorage;
+  using typename Base::TileShape;
+  using typename Base::TiledMma;
+  // Weight scales must be one per tile (128x128 blocks, or the unit scale of the per-row family):
+  // with one per output column (per-channel groups) each partial needs its own 32 registers of
+  // them, and that variant ran 3x slower than CUTLASS's mainloop; loading them just before each
+  // promotion instead ran at 0.91-1.03x of its speed on the 128x128 tile (measured on the H200,
+  // bit-identical results). Those granularity pairs keep CUTLASS's mainloop (BlockwiseGemm).
+  static_assert(Base::ScaleNsPerTile == 1, "one weight scale per tile");
+  static_assert(Base::ScalePromotionInterval == 4,
+                "one promotion per 128-wide K tile: the scale group must equal the K tile (tile_k == 128)");
+
+  template <class FrgTensorC>
+  CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum,
+                          int k_tile_count, int thread_idx, TensorStorage& shared_tensors,
+                          Params const& /*mainloop_params*/) {
+    using namespace cute;
+    static_assert(is_rmem<FrgTensorC>::value, "the accumulators must be registers");
+
+    Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
+    Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), SmemLayoutB{});  // (BLK_N,BLK_K,PIPE)
+    // The scales of one stage, viewed as (BLK_M,BLK_N,(BLK_K,PIPE)) with stride 0 where they
+    // broadcast, so that partition_C hands every thread the scales of its accumulators.
+    Tensor sSFA = make_tensor(
+        make_smem_ptr(shared_tensors.smem_SFA.data()),
+        make_layout(make_shape(get<0>(shape(SmemLayoutSFA{})), get<1>(TileShape{}),
+                               make_shape(get<1>(shape(SmemLayoutSFA{})), get<2>(shape(SmemLayoutSFA{})))),
+                    make_stride(get<0>(stride(SmemLayoutSFA{})), _0{},
+                                make_stride(get<1>(stride(SmemLayoutSFA{})), get<2>(stride(SmemLayoutSFA{}))))));
+    Tensor sSFB = make_tensor(
+        make_smem_ptr(shared_tensors.smem_SFB.data()),
+        make_layout(make_shape(get<0>(TileShape{}), get<0>(shape(SmemLayoutSFB{})),
+                               make_shape(get<1>(shape(SmemLayoutSFB{})), get<2>(shape(SmemLayoutSFB{})))),
+                    make_stride(_0{}, get<0>(stride(SmemLayoutSFB{})),
+                                make_stride(get<1>(stride(SmemLayoutSFB{})), get<2>(stride(SmemLayoutSFB{}))))));
+
+    constexpr int kMmaWarpGroups = size(TiledMma{}) / cutlass::NumThreadsPerWarpGroup;
+    const Layout warp_group_thread_layout = make_layout(Int<kMmaWarpGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{});
+    const int warp_group_idx = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
+    TiledMma tiled_mma;
+    auto thread_mma = tiled_mma.get_slice(warp_group_thread_layout(warp_group_idx));
+
+    Tensor tCsSFA = tiled_mma.get_slice(thread_idx).partition_C(sSFA);  // (MMA,MMA_M,MMA_N,(MMA_K,PIPE))
+    Tensor tCsSFB = tiled_mma.get_slice(thread_idx).partition_C(sSFB);  // (MMA,MMA_M,MMA_N,(MMA_K,PIPE))
+    Tensor tCrA = thread_mma.make_fragment_A(thread_mma.partition_A(sA));  // (MMA,MMA_M,MMA_K,PIPE) descriptors
+    Tensor tCrB = thread_mma.make_fragment_B(thread_mma.partition_B(sB));  // (MMA,MMA_N,MMA_K,PIPE) descriptors
+    CUTE_STATIC_ASSERT_V(size<1>(tCrA) == size<1>(accum));  // M
+    CUTE_STATIC_ASSERT_V(size<1>(tCrB) == size<2>(accum));  // N
+
+    // Two partial tiles, and the scale factors of each: one per accumulator row (x scales per
+    // token) or one for the whole tile, already multiplied by the weight-block scale.
+    Tensor part0 = make_fragment_like(accum);
+    Tensor part1 = make_fragment_like(accum);
+    Tensor sfa0 = make_tensor_like<ElementBlockScale>(tCsSFA(_, _, _, _0{}));  // (MMA,MMA_M,MMA_N)
+    Tensor sfa1 = make_tensor_like<ElementBlockScale>(tCsSFA(_, _, _, _0{}));
+    Tensor sfb = make_tensor_like<ElementBlockScale>(tCsSFB(_, _, _, _0{}));  // one value per tile
+
+    // Reads stage `stage`'s scales into sfa as sx·sw (the product CUTLASS forms, so the same
+    // rounding). Done before the stage's MMAs are issued, while the previous batch still runs.
+    auto load_scales = [&](auto& sfa, int stage) {
+      copy(tCsSFA(_, _, _, make_coord(_0{}, stage)), sfa);
+      copy(tCsSFB(_, _, _, make_coord(_0{}, stage)), sfb);
+      const ElementBlockScale b = sfb(_0{});
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(filter_zeros(sfa)); ++i) filter_zeros(sfa)(i) = filter_zeros(sfa)(i) * b;
+    };
+    // Issues the wgmma batch of one K tile into `part` (zeroed by the first MMA) and commits it.
+    auto issue = [&](auto& part, int stage) {
+      tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
+      warpgroup_fence_operand(part);
+      warpgroup_arrive();
+      CUTLASS_PRAGMA_UNROLL
+      for (int k_block = 0; k_block < size<2>(tCrA); ++k_block) {
+        cute::gemm(tiled_mma, tCrA(_, _, k_block, stage), tCrB(_, _, k_block, stage), part);
+        tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+      }
+      warpgroup_commit_batch();
+      warpgroup_fence_operand(part);
+    };
+    // acc += (sx·sw) · part.
+    auto promote = [&](auto& part, auto& sfa) {
+      warpgroup_fence_operand(part);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(accum); ++i) accum(i) += part(i) * sfa(i);
+      warpgroup_fence_operand(accum);
+    };
+    auto wait_stage = [&]() {
+      auto token = pipeline.consumer_try_wait(smem_pipe_read);
+      pipeline.consumer_wait(smem_pipe_read, token);
+      return smem_pipe_read.index();
+    };
+    PipelineState smem_pipe_release = smem_pipe_read;
+    auto release = [&]() {
+      pipeline.consumer_release(smem_pipe_release);
+      ++smem_pipe_release;
+    };
+
+    clear(accum);
+    warpgroup_fence_operand(accum);
+
+    // K tile 0 into P0.
+    int stage = wait_stage();
+    load_scales(sfa0, stage);
+    issue(part0, stage);
+    ++smem_pipe_read;
+    --k_tile_count;
+
+    // Two K tiles per trip, so that P0 and P1 stay distinct registers (no dynamic indexing).
+    // At the top, P0's batch is in flight and its scales are in sfa0.
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (; k_tile_count >= 2; k_tile_count -= 2) {
+      stage = wait_stage();
+      load_scales(sfa1, stage);
+      issue(part1, stage);
+      ++smem_pipe_read;
+      warpgroup_wait<1>();  // P0's batch is done (P1's may still run)
+      release();
+      promote(part0, sfa0);
+
+      stage = wait_stage();
+      load_scales(sfa0, stage);
+      issue(part0, stage);
+      ++smem_pipe_read;
+      warpgroup_wait<1>();  // P1's batch is done
+      release();
+      promote(part1, sfa1);
+    }
+    if (k_tile_count == 1) {
+      stage = wait_stage();
+      load_scales(sfa1, stage);
+      issue(part1, stage);
+      warpgroup_wait<1>();
+      release();
+      promote(part0, sfa0);
+      warpgroup_wait<0>();
+      promote(part1, sfa1);
+    } else {
+      warpgroup_wait<0>();
+      promote(part0, sfa0);
+    }
+    // The last stage is released by mma_tail (CUTLASS's), as in the base mainloop.
+  }
+};
+
+}  // namespace qsgemm::kernels::sm90_blockwise
