@@ -60,9 +60,9 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
   // leave SMs idle in the last wave go to the 64-row tile.
   if (1.2 * static_cast<double>(waves_64) < 2.0 * static_cast<double>(waves_128)) return 1;
   // The 1x2 cluster (configuration 2, TMA multicast of the X tile) on large weights from M = 4096:
-  // with the two-partials mainloop it measured 1-7 % faster than the 1x1 tile on 7168x16384,
+  // with the two-partials mainloop it measured 1.5-8 % faster than the 1x1 tile on 7168x16384,
   // 8192x28672 and 57344x8192 at M = 4096..16384 (one exception, 7168x16384 at M = 4096 in one of
-  // two runs), and slower on the other layers, by up to 15 % on short K
+  // two runs), and slower on the other layers, by up to 18 % on short K
   // (bench/results/h200/tune_blockwise_two_partials.jsonl). With CUTLASS's mainloop the 1x1 tile
   // had won nearly everywhere (tune_blockwise.jsonl, tune_tile_order.txt).
   if (M >= 4096 && (K >= 16384 || N * K >= (int64_t{1} << 28))) return 2;
