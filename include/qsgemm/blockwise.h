@@ -13,10 +13,12 @@
 // Partial sums are promoted to float32 at least every 128 of K. Any M >= 1; no padding by the caller:
 // partial tiles in M and N and a partial last K group (K % 128 != 0) are handled by the kernel.
 //
-// Kernels: CUTLASS 4.2's sm90 blockwise-scaled FP8 mainloop (each 128-wide K tile is accumulated
-// into a zeroed register tile, then added to the float32 accumulators times sx·sw) for the group /
-// block granularities; for per_row x per_row, the plain FP8 mainloop (promotion every 4 k32 MMAs)
-// with the two scale vectors applied in the epilogue. The configurations are listed in
+// Kernels: CUTLASS 4.2's sm90 blockwise-scaled FP8 kernels (each 128-wide K tile is accumulated
+// into a zeroed register tile, then added to the float32 accumulators times sx·sw), most of them
+// with qsgemm's mainloop that keeps the next K tile's MMAs running while one is promoted (same sums,
+// bit-identical results); per_row x per_row runs them with unit scales in the K loop and applies
+// the two scale vectors in the epilogue; M <= 32 mostly a split-K decode kernel that sums each
+// 128-group in float32. The configurations are listed in
 // src/kernels/sm90/blockwise/sm90_blockwise_configs.h.
 #pragma once
 
