@@ -56,12 +56,11 @@ struct BlockwiseConfig {
 // kernel costs about a minute of compile time.
 // Rows 0-2 run the two-partials mainloop (sm90_blockwise_two_partials.cuh) where the weight scales
 // are one per tile (128x128 blocks, per-row): K tile k's MMAs are issued before tile k-1's partial
-// sums are promoted. Bit-identical to CUTLASS's mainloop and,
-// measured on the H200 against it in one run (same kernels otherwise, 1x128 x 128x128 scales,
-// M = 256..8192 on the Llama and DeepSeek-V3 layers): 64x128 ping-pong 1.12-1.25x faster,
-// 128x128 1x2 cluster 0.99-1.13x, 128x128 1x1 0.95-1.04x (slower only at K >= 14336 with
-// M >= 1024, where the 1x2 cluster is then the faster of the two); per-row scales on 128x128
-// 0.97-1.08x.
+// sums are promoted. Bit-identical to CUTLASS's mainloop; measured on the H200 against it in one
+// run (same kernels otherwise, 1x128 x 128x128 scales, M = 256..8192 on the Llama and DeepSeek-V3
+// layers, bench/results/h200/tune_two_partials.txt): 64x128 ping-pong 1.12-1.25x faster, 128x128
+// 1x2 cluster 0.99-1.13x, 128x128 1x1 0.95-1.04x (slower only at K >= 14336 with M >= 1024, where
+// the 1x2 cluster is then the faster of the two); per-row scales on 128x128 0.97-1.08x.
 //   0: the general tile (M > 64 and enough tiles to fill the GPU).
 //   1: 64-row tiles for small M (decode-sized batches) and for shapes whose 128-row tile count
 //      quantizes badly onto the SMs. Not for x_scale kBlock128x128.
@@ -126,14 +125,15 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count);
 // `config`, blockwise_choose_config's pick (0, 1 or 2; never the skinny kernel). A wave model fitted
 // to the H200 measurements: the tile's time is charged in units of one 64x128 tile, a 64-row wave
 // 1.2 (it reloads W for every 64 rows), a 128x128 wave 2 and a 128x192 wave 3; the wide tile is
-// taken when it comes to strictly less, from M = 256, and only on weights whose last 192-row tile is nearly full
-// (at most 1.5 % of N wasted: 4096 rows waste 3.1 % and measured 8-13 % slower even at M = 8192,
-// 7168 rows 1.8 % and 2-3 % slower at M = 8192). Fitted on `qsgemm tune blockwise --gx per_row
-// --gw per_row` over the 14 benchmark layers at M = 256..16384 with the two-partials mainloop in
-// the 128x128 and 64x128 tiles (bench/results/h200/tune_blockwise_two_partials.jsonl): it
-// reaches 0.991 of the fastest configuration (geometric mean over the 84 points, worst 0.91);
-// the 128x128 tile alone would reach 0.962, and the rule fitted before the two-partials
-// mainloop (a 128x192 wave charged 2.85, only against the 128x128 tile) 0.979.
+// taken when it comes to strictly less, from M = 256, and only on weights whose last 192-row tile
+// is nearly full (at most 1.5 % of N wasted: 4096 rows waste 3.1 % and measured 8-13 % slower even
+// at M = 8192, 7168 rows 1.8 % and 2-3 % slower at M = 8192). Fitted on `qsgemm tune blockwise
+// --gx per_row --gw per_row` over the 14 benchmark layers at M = 256..16384 with the two-partials
+// mainloop in the 128x128 and 64x128 tiles (bench/results/h200/tune_blockwise_two_partials.jsonl):
+// with it the heuristic reaches 0.991 of the fastest configuration (geometric mean over the 84
+// points, worst 0.91); without the wide tile 0.983, with the rule fitted before the two-partials
+// mainloop (a 128x192 wave charged 2.85, only against the 128x128 tile) 0.978, and the 128x128
+// tile alone 0.967.
 bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count);
 
 // Everything one launch needs (validated by src/blockwise.cpp). Scale layouts are those of

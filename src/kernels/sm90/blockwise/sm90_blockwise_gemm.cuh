@@ -87,6 +87,10 @@ struct BlockwiseGemm {
   static constexpr bool kCooperative = kCfg.schedule == BlockwiseSchedule::kCooperative;
   static_assert((kGranM == kPerRowScales) == (kGranN == kPerRowScales), "per-row scales are only paired with per-row scales");
   static_assert(kCfg.tile_k == 128, "the K tile must equal the scale group (128): scales are applied once per K tile");
+  // Three float32 register tiles per consumer thread with two partials (accumulators, P0, P1): a
+  // cooperative tile is split over 256 threads, a ping-pong tile belongs to one warp group of 128.
+  static_assert(!kTwoPartials || 3 * kCfg.tile_m * kCfg.tile_n / (kCooperative ? 256 : 128) <= 192,
+                "the two-partials mainloop needs 3 accumulator tiles: at most 192 registers (128x128 / 64x128)");
   static_assert(kPerRow || (kCfg.tile_m % (kPerRow ? 1 : kGranM) == 0 && kCfg.tile_n % (kPerRow ? 1 : kGranN) == 0),
                 "a scale block must cover whole tiles (blockwise_config_supports must exclude this pair)");
 
