@@ -315,8 +315,9 @@ TEST(BlockwiseConfigs, Supports) {
     for (const auto& p : valid) EXPECT_EQ(qsgemm::blockwise_config_supports(c, p[0], p[1]), kernels::blockwise_config_supports(c, p[0], p[1]));
 }
 
-// Per-row scales take the 128x192 tile where its waves come out fewer (1.425 128x128 waves each)
-// and its last tile is nearly full (measured: bench/results/h200/tune_perrow_192.txt).
+// Per-row scales take the 128x192 tile where its waves, charged 3 units each against 1.2 for a
+// 64-row wave and 2 for a 128x128 wave, come out fewer than those of the heuristic's pick, and its
+// last tile is nearly full (measured: bench/results/h200/tune_blockwise_two_partials.jsonl).
 TEST(BlockwiseHeuristic, PerRowWideTile) {
   const auto wide = [](int64_t M, int64_t N, int config) {
     return kernels::blockwise_per_row_wide_tile(M, N, config, 132);
