@@ -25,11 +25,11 @@ struct ConfigRow {
 };
 const std::vector<ConfigRow>& config_table() {
   static const std::vector<ConfigRow> table = {
-#define QSGEMM_ROW(i, tm, tn, tk, cm, cn, coop, fast) {tm, tn, tk, cm, cn, coop, fast, false},
+#define QSGEMM_ROW(i, tm, tn, tk, cm, cn, coop, fast, two_partials) {tm, tn, tk, cm, cn, coop, fast, false},
       QSGEMM_SPARSE24_CONFIGS(QSGEMM_ROW)
       QSGEMM_SPARSE24_WIDE_CONFIGS(QSGEMM_ROW)
 #undef QSGEMM_ROW
-#define QSGEMM_ROW(i, tm, tn, tk, cm, cn, coop, fast) {tm, tn, tk, cm, cn, coop, fast, true},
+#define QSGEMM_ROW(i, tm, tn, tk, cm, cn, coop, fast, two_partials) {tm, tn, tk, cm, cn, coop, fast, true},
       QSGEMM_SPARSE24_STREAMK_CONFIGS(QSGEMM_ROW)
 #undef QSGEMM_ROW
       // kernels::kSparse24SkinnyConfig: 16 weight rows per warp, up to 32 tokens, 128-wide K panels.

@@ -14,19 +14,26 @@
 
 #include <cstdint>
 
-// X(index, tile_m, tile_n, tile_k, cluster_m, cluster_n, cooperative, fast_accum)
+// X(index, tile_m, tile_n, tile_k, cluster_m, cluster_n, cooperative, fast_accum, two_partials)
 // fast_accum = false: the FP8 mainloop promotes partial sums to float32 every 4 MMAs (256 of K);
 // fast_accum = true: the tensor core accumulates the whole K (faster; error in docs/performance.md).
+// two_partials (promoted accumulation only): our mainloop (sm90_sparse24_two_partials.cuh), which
+// keeps two partial tiles in flight instead of waiting for every K tile's MMAs; same output bits.
+// Measured on the H200 against CUTLASS's mainloop, same run (bench/results/h200/
+// tune_sparse_two_partials.txt, 12 layers): 64x32 1.02-1.22x at M <= 32; 64x64 1.0-1.25x at M = 64;
+// 64x128 1.0-1.25x at M = 128; 128x128 1x2 1.03-1.09x from M = 256; stream-K 128x128 0.98-1.02x
+// at M = 128 and 1.02-1.09x at M >= 4096. Not on the 128x192 tile (three of its accumulator tiles
+// need 288 registers) nor stream-K 128x32 (not measured).
 #define QSGEMM_SPARSE24_CONFIGS(X)             \
-  X(0, 64, 32, 256, 1, 1, false, false)        \
-  X(1, 64, 64, 256, 1, 1, false, false)        \
-  X(2, 64, 128, 256, 1, 1, false, false)       \
-  X(3, 128, 128, 256, 1, 2, true, false)       \
-  X(4, 64, 32, 256, 1, 1, false, true)         \
-  X(5, 64, 64, 256, 1, 1, false, true)         \
-  X(6, 64, 128, 256, 1, 1, false, true)        \
-  X(7, 128, 128, 256, 1, 2, true, true)        \
-  X(8, 128, 256, 128, 1, 2, true, true)
+  X(0, 64, 32, 256, 1, 1, false, false, true)   \
+  X(1, 64, 64, 256, 1, 1, false, false, true)   \
+  X(2, 64, 128, 256, 1, 1, false, false, true)  \
+  X(3, 128, 128, 256, 1, 2, true, false, true)  \
+  X(4, 64, 32, 256, 1, 1, false, true, false)   \
+  X(5, 64, 64, 256, 1, 1, false, true, false)   \
+  X(6, 64, 128, 256, 1, 1, false, true, false)  \
+  X(7, 128, 128, 256, 1, 2, true, true, false)  \
+  X(8, 128, 256, 128, 1, 2, true, true, false)
 
 // More data-parallel configurations, kept in translation units of their own (sm90_sparse24_gemm_wide_*.cu)
 // so that the units of the table above do not grow (each peaks at ~10 GB in cicc, docs/build.md).
@@ -34,7 +41,7 @@
 // their promoted copy at 192 registers a thread (128x256 would need 256); from 8192 tokens
 // (src/sparse24_heuristic.h).
 #define QSGEMM_SPARSE24_WIDE_CONFIGS(X)        \
-  X(9, 128, 192, 256, 1, 1, true, false)
+  X(9, 128, 192, 256, 1, 1, true, false, false)
 
 // Stream-K configurations (indices follow the tables above): cooperative tiles on CUTLASS's stream-K
 // tile scheduler with its heuristic decomposition (data-parallel waves plus K split over the SMs a
@@ -42,8 +49,8 @@
 // in K order, so the result does not depend on timing). They need a caller workspace
 // (Sparse24LinearOptions::workspace); promoted accumulation (fast_accum = false). Same columns.
 #define QSGEMM_SPARSE24_STREAMK_CONFIGS(X)     \
-  X(10, 128, 32, 256, 1, 1, true, false)       \
-  X(11, 128, 128, 256, 1, 1, true, false)
+  X(10, 128, 32, 256, 1, 1, true, false, false) \
+  X(11, 128, 128, 256, 1, 1, true, false, true)
 
 namespace qsgemm::kernels {
 

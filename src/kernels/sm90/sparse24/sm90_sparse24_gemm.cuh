@@ -1,5 +1,6 @@
-// The 2:4 sparse FP8 GEMM on sm_90a, composed from CUTLASS 4.2's sparse FP8 mainloop and an EVT
-// epilogue that applies the scales and the bias in the swapped (Yᵀ = W·Xᵀ) coordinates:
+// The 2:4 sparse FP8 GEMM on sm_90a, composed from CUTLASS 4.2's sparse FP8 mainloop (or our
+// two-partials version of it, sm90_sparse24_two_partials.cuh) and an EVT epilogue that applies the
+// scales and the bias in the swapped (Yᵀ = W·Xᵀ) coordinates:
 //
 //   D[i, j] = w_scale[i] * (x_scale[j] * acc[i, j]) + bias[i]      i: weight row, j: token
 //
@@ -19,6 +20,7 @@
 #include "cutlass/numeric_types.h"
 #include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
 #include "kernels/sm90/sparse24/sparse24_launch.h"
+#include "kernels/sm90/sparse24/sm90_sparse24_two_partials.cuh"
 #include "kernels/sm90/cutlass_smem.cuh"
 #include "validate.h"
 
@@ -26,10 +28,17 @@ namespace qsgemm::kernels {
 
 // StreamK: CUTLASS's stream-K tile scheduler (cooperative tiles only) with its heuristic
 // decomposition and deterministic reduction; it needs a workspace (Sparse24GemmArgs::workspace).
+// TwoPartials: the mainloop of sm90_sparse24_two_partials.cuh (two partial accumulator tiles in
+// flight) instead of CUTLASS's; same float32 sums in the same order, so the same output bits.
 template <int TM, int TN, int TK, int CM, int CN, bool Cooperative, bool FastAccum, class ElementOut, class ElementBias,
-          bool StreamK = false>
+          bool StreamK = false, bool TwoPartials = false>
 struct Sm90Sparse24Gemm {
   static_assert(!StreamK || Cooperative, "CUTLASS's stream-K scheduler runs on the cooperative kernel only");
+  static_assert(!TwoPartials || (!FastAccum && TK == 256), "two partials: promoted accumulation, one promotion per 256-wide K tile");
+  // Accumulators plus two partials: three TM x TN float tiles over the consumer threads (256 for a
+  // cooperative tile, 128 for a ping-pong one) must fit in 192 registers a thread (128x192 would need 288).
+  static_assert(!TwoPartials || 3 * TM * TN / (Cooperative ? 256 : 128) <= 192,
+                "two partials: three accumulator tiles must fit in 192 registers a thread");
   using TileShape = cute::Shape<cute::Int<TM>, cute::Int<TN>, cute::Int<TK>>;
   using ClusterShape = cute::Shape<cute::Int<CM>, cute::Int<CN>, cute::_1>;
   using ElementA = cutlass::float_e4m3_t;
@@ -69,12 +78,14 @@ struct Sm90Sparse24Gemm {
       cutlass::epilogue::collective::EpilogueTileAuto, ElementAcc, float, void, LayoutD, kAlignD, ElementOut, LayoutD,
       kAlignD, EpilogueSchedule, Fusion>::CollectiveOp;
 
-  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+  using CutlassMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassSparseTensorOp, ElementA, cutlass::layout::RowMajor, 32, ElementB,
       cutlass::layout::ColumnMajor, 16, ElementAcc, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename CollectiveEpilogue::SharedStorage))>,
       KernelSchedule>::CollectiveOp;
+  using CollectiveMainloop =
+      std::conditional_t<TwoPartials, TwoPartialsSparseMainloop<CutlassMainloop>, CutlassMainloop>;
 
   // void: the default persistent scheduler (no workspace).
   using TileScheduler = std::conditional_t<StreamK, cutlass::gemm::StreamKScheduler, void>;
@@ -168,8 +179,8 @@ void run_sparse24_config(const Sparse24GemmArgs& a, int config, cudaStream_t str
       default: detail::fail("sparse24_linear", Status::kInvalidArgument, "config", detail::cat("no configuration ", config)); \
     }                                                                                                            \
   }
-#define QSGEMM_SPARSE24_WIDE_RUN_CASE(i, tm, tn, tk, cm, cn, coop, fast) \
-  case i: Sm90Sparse24Gemm<tm, tn, tk, cm, cn, coop, fast, OutT, BiasT>::run(a, stream); return;
+#define QSGEMM_SPARSE24_WIDE_RUN_CASE(i, tm, tn, tk, cm, cn, coop, fast, two_partials) \
+  case i: Sm90Sparse24Gemm<tm, tn, tk, cm, cn, coop, fast, OutT, BiasT, false, two_partials>::run(a, stream); return;
 
 // The stream-K table's instantiations for one dtype pair (sm90_sparse24_gemm_streamk_*.cu).
 #define QSGEMM_SPARSE24_STREAMK_INSTANCE(Out, Bias)                                                              \
@@ -191,11 +202,11 @@ void run_sparse24_config(const Sparse24GemmArgs& a, int config, cudaStream_t str
       default: return 0;                                                                                         \
     }                                                                                                            \
   }
-#define QSGEMM_SPARSE24_STREAMK_GEMM(tm, tn, tk, cm, cn, coop, fast) \
-  Sm90Sparse24Gemm<tm, tn, tk, cm, cn, coop, fast, OutT, BiasT, true>
-#define QSGEMM_SPARSE24_STREAMK_RUN_CASE(i, tm, tn, tk, cm, cn, coop, fast) \
-  case i: QSGEMM_SPARSE24_STREAMK_GEMM(tm, tn, tk, cm, cn, coop, fast)::run(a, stream); return;
-#define QSGEMM_SPARSE24_STREAMK_WS_CASE(i, tm, tn, tk, cm, cn, coop, fast) \
-  case i: return QSGEMM_SPARSE24_STREAMK_GEMM(tm, tn, tk, cm, cn, coop, fast)::workspace_bytes(a);
+#define QSGEMM_SPARSE24_STREAMK_GEMM(tm, tn, tk, cm, cn, coop, fast, two_partials) \
+  Sm90Sparse24Gemm<tm, tn, tk, cm, cn, coop, fast, OutT, BiasT, true, two_partials>
+#define QSGEMM_SPARSE24_STREAMK_RUN_CASE(i, tm, tn, tk, cm, cn, coop, fast, two_partials) \
+  case i: QSGEMM_SPARSE24_STREAMK_GEMM(tm, tn, tk, cm, cn, coop, fast, two_partials)::run(a, stream); return;
+#define QSGEMM_SPARSE24_STREAMK_WS_CASE(i, tm, tn, tk, cm, cn, coop, fast, two_partials) \
+  case i: return QSGEMM_SPARSE24_STREAMK_GEMM(tm, tn, tk, cm, cn, coop, fast, two_partials)::workspace_bytes(a);
 
 }  // namespace qsgemm::kernels

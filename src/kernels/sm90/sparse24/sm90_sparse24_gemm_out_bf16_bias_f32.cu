@@ -8,8 +8,8 @@ namespace qsgemm::kernels {
 template <>
 void run_sparse24_config<cutlass::bfloat16_t, float>(const Sparse24GemmArgs& a, int config, cudaStream_t stream) {
   switch (config) {
-#define QSGEMM_CASE(i, tm, tn, tk, cm, cn, coop, fast) \
-  case i: Sm90Sparse24Gemm<tm, tn, tk, cm, cn, coop, fast, cutlass::bfloat16_t, float>::run(a, stream); return;
+#define QSGEMM_CASE(i, tm, tn, tk, cm, cn, coop, fast, two_partials) \
+  case i: Sm90Sparse24Gemm<tm, tn, tk, cm, cn, coop, fast, cutlass::bfloat16_t, float, false, two_partials>::run(a, stream); return;
     QSGEMM_SPARSE24_CONFIGS(QSGEMM_CASE)
 #undef QSGEMM_CASE
     default: detail::fail("sparse24_linear", Status::kInvalidArgument, "config", detail::cat("no configuration ", config));
