@@ -22,8 +22,8 @@
 // Measured on the H200 against CUTLASS's mainloop, same run (bench/results/h200/
 // tune_sparse_two_partials.txt, 12 layers): 64x32 1.02-1.22x at M <= 32; 64x64 1.0-1.25x at M = 64;
 // 64x128 1.0-1.25x at M = 128; 128x128 1x2 1.03-1.09x from M = 256; stream-K 128x128 0.98-1.02x
-// at M = 128 and 1.02-1.09x at M >= 4096. Not on the 128x192 tile (three of its accumulator tiles
-// need 288 registers) nor stream-K 128x32 (not measured).
+// at M = 128 and 1.02-1.09x at M >= 4096; stream-K 128x32 0.98-1.04x at M <= 64. Not on the
+// 128x192 tile (three of its accumulator tiles need 288 registers).
 #define QSGEMM_SPARSE24_CONFIGS(X)             \
   X(0, 64, 32, 256, 1, 1, false, false, true)   \
   X(1, 64, 64, 256, 1, 1, false, false, true)   \
@@ -49,7 +49,7 @@
 // in K order, so the result does not depend on timing). They need a caller workspace
 // (Sparse24LinearOptions::workspace); promoted accumulation (fast_accum = false). Same columns.
 #define QSGEMM_SPARSE24_STREAMK_CONFIGS(X)     \
-  X(10, 128, 32, 256, 1, 1, true, false, false) \
+  X(10, 128, 32, 256, 1, 1, true, false, true)  \
   X(11, 128, 128, 256, 1, 1, true, false, true)
 
 namespace qsgemm::kernels {
