@@ -50,6 +50,21 @@ inline bool sparse24_wide_token_tile(int64_t M_tokens) {
   return M_tokens >= 8192 && 200 * waste <= 3 * M_tokens;
 }
 
+// The 128x192 tile on narrow weights (under 2048 rows: fewer than 16 row tiles of 128, e.g. the
+// 1280-row tensor-parallel qkv shard) from 2048 tokens, with or without a workspace: there the token
+// tiles decide the waves, and 192-wide ones leave fewer. Measured on the H200 with the two-partials
+// mainloop in configurations 3 and 11, interleaved, on the 1280x8192 shard
+// (bench/results/h200/tune_sparse24_interleaved.jsonl): 28.7 against 41.2 us (128x128, cluster
+// 1x2) and 33.0 (stream-K 128x128) at 2048 tokens, 52.8 against 64.1 and 55.0 at 4096, 177.1
+// against 213.6 and 182.5 at 16384; at 8192 stream-K was faster (94.6 against 101.8). On the
+// 4096-row and wider layers the 128x128 tile won at 2048 and 4096 tokens (e.g. 44.5 against 48.1
+// on 4096x4096 at 2048).
+inline bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count) {
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  const int64_t tiles192 = ((N_out + 127) / 128) * ((M_tokens + 191) / 192);
+  return M_tokens >= 2048 && N_out < 2048 && 2 * tiles192 >= sms;
+}
+
 // Stream-K (when the caller gives a workspace): the cooperative 128x32 / 128x128 tiles on CUTLASS's
 // stream-K scheduler (configurations 10 and 11) win where the tile rule above leaves a ragged last
 // wave or where every CTA would read the same token rows at the same time. Measured on the H200
@@ -98,6 +113,7 @@ inline int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm
   using sparse24_detail::Tile;
   constexpr int kSkinny = 12;  // kernels::kSparse24SkinnyConfig
   if (sparse24_skinny_decode(M_tokens, N_out, K, sm_count)) return kSkinny;
+  if (!fast_accum && sparse24_narrow_wide_tile(M_tokens, N_out, sm_count)) return sparse24_detail::kWide.index;
   if (stream_k) {
     const int c = sparse24_heuristic_stream_k(M_tokens, N_out, sm_count);
     if (c >= 0) return c;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -29,31 +30,73 @@ bool parse_granularity(const std::string& s, ScaleGranularity* g) {
   return false;
 }
 
-// Times run(config, stream) for every configuration of a table (L2 flushed, median, graph replays),
-// prints one line each (and one JSON line to jf when given) and the winner next to the heuristic's
-// pick (chosen = -1: the pick is not among them). Returns the process exit code: 0 when at least
-// one configuration ran.
+// The options every tune family shares: --configs LIST (comma-separated indices: only those) and
+// --interleave (time them in two rounds, forward then reverse order, and take the mean of the two
+// medians, as the benchmark's PointTimer does: on the H200 a kernel timed right after a long one
+// ran up to ~15 % slower at the largest sizes, so one pass in a fixed order favours the first).
+struct SweepOptions {
+  std::vector<int> only;  // empty: every configuration
+  bool interleave = false;
+};
+bool parse_sweep_options(int argc, char** argv, int count, SweepOptions* o) {
+  std::string v;
+  if (arg_value(argc, argv, "--configs", &v)) {
+    size_t pos = 0;
+    while (pos <= v.size()) {
+      const size_t end = std::min(v.find(',', pos), v.size());
+      const std::string item = v.substr(pos, end - pos);
+      char* rest = nullptr;
+      const long i = std::strtol(item.c_str(), &rest, 10);
+      if (item.empty() || *rest != '\0' || i < 0 || i >= count) {
+        std::fprintf(stderr, "qsgemm tune: --configs item '%s' is not a configuration index in [0, %d)\n", item.c_str(),
+                     count);
+        return false;
+      }
+      o->only.push_back(static_cast<int>(i));
+      pos = end + 1;
+    }
+  }
+  o->interleave = has_flag(argc, argv, "--interleave");
+  return true;
+}
+
+// Times run(config, stream) for every configuration of a table (or those of opt.only; L2 flushed,
+// median, graph replays), prints one line each (and one JSON line to jf when given) and the winner
+// next to the heuristic's pick (chosen = -1: the pick is not among them). Returns the process exit
+// code: 0 when at least one configuration ran.
 int sweep(const char* family, int64_t M, int64_t N, int64_t K, int count, int chosen,
           const std::function<std::string(int)>& name, const std::function<void(int, cudaStream_t)>& run,
-          bench::Timer& timer, FILE* jf) {
+          bench::Timer& timer, FILE* jf, const SweepOptions& opt = {}) {
+  std::vector<int> ids = opt.only;
+  if (ids.empty())
+    for (int i = 0; i < count; ++i) ids.push_back(i);
+  std::vector<double> sum(ids.size(), 0.0);
+  std::vector<std::string> errs(ids.size());
+  const int rounds = opt.interleave ? 2 : 1;
+  for (int r = 0; r < rounds; ++r)
+    for (size_t j = 0; j < ids.size(); ++j) {
+      const size_t at = r == 0 ? j : ids.size() - 1 - j;
+      if (!errs[at].empty()) continue;
+      try {
+        bench::TimeOptions to;
+        to.graph = true;
+        sum[at] += timer.time_us([&](cudaStream_t st) { run(ids[at], st); }, to);
+      } catch (const std::exception& e) {
+        errs[at] = e.what();
+      }
+    }
   double best = 1e30;
   int best_i = -1;
-  for (int i = 0; i < count; ++i) {
-    double us = -1;
-    std::string err;
-    try {
-      bench::TimeOptions to;
-      to.graph = true;
-      us = timer.time_us([&](cudaStream_t st) { run(i, st); }, to);
-    } catch (const std::exception& e) {
-      err = e.what();
-    }
+  for (size_t j = 0; j < ids.size(); ++j) {
+    const int i = ids[j];
+    const double us = errs[j].empty() ? sum[j] / rounds : -1;
     const double tflops = us > 0 ? 2.0 * M * N * K / (us * 1e-6) / 1e12 : 0;
     std::printf("  [%d] %-34s %10.1f us %8.1f TFLOP/s%s %s\n", i, name(i).c_str(), us, tflops,
-                i == chosen ? "  <- heuristic" : "", err.c_str());
+                i == chosen ? "  <- heuristic" : "", errs[j].c_str());
     if (jf)
-      std::fprintf(jf, "{\"family\":\"%s\",\"M\":%lld,\"N\":%lld,\"K\":%lld,\"config\":\"%s\",\"us\":%.3f}\n", family,
-                   static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K), name(i).c_str(), us);
+      std::fprintf(jf, "{\"family\":\"%s\",\"M\":%lld,\"N\":%lld,\"K\":%lld,\"config\":\"%s\",\"us\":%.3f%s}\n", family,
+                   static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K), name(i).c_str(), us,
+                   opt.interleave ? ",\"interleaved\":true" : "");
     if (us > 0 && us < best) {
       best = us;
       best_i = i;
@@ -103,6 +146,8 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
     std::fprintf(stderr, "qsgemm tune: the blockwise table has no skinny configuration\n");
     return 2;
   }
+  SweepOptions so;
+  if (!parse_sweep_options(argc, argv, clusters ? 4 : blockwise_num_configs(), &so)) return 2;
   const int rc = sweep(
       "blockwise", M, N, K, clusters ? 4 : blockwise_num_configs(), clusters ? -1 : chosen,
       [&](int i) {
@@ -116,7 +161,7 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
                          MatrixView(w.get(), DType::kE4M3, N, K), ScaleView{sw.as<float>(), gw, 0}, {},
                          MatrixView(y.get(), DType::kBF16, M, N), opt, st);
       },
-      timer, jf);
+      timer, jf, so);
   if (jf) std::fclose(jf);
   cudaStreamDestroy(stream);
   return rc;
@@ -127,14 +172,18 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
 int run_tune(int argc, char** argv) {
   if (argc < 1 || has_flag(argc, argv, "--help")) {
     std::printf(
-        "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE]\n"
+        "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE] [--configs I,J,...] [--interleave]\n"
         "       qsgemm tune blockwise --m M --n N --k K [--json FILE] [--gx group_1x128|block_128x128|per_row]\n"
-        "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n\n"
+        "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n"
+        "                             [--configs I,J,...] [--interleave]\n\n"
         "Times every sparse24 kernel configuration on Y[M,N] = X[M,K]·W[N,K]ᵀ (bf16 output, per-token and\n"
         "per-channel scales; L2 flushed, median time) and prints each with the winner and the heuristic's\n"
         "pick. --json appends one JSON line per configuration to FILE. 'tune blockwise' does the same for the\n"
         "blockwise table with the given scale granularities (default 1x128 activations, 128x128 weights);\n"
-        "--skinny-clusters times the skinny decode kernel with K split over clusters of 1, 2, 4 and 8 CTAs.\n");
+        "--skinny-clusters times the skinny decode kernel with K split over clusters of 1, 2, 4 and 8 CTAs.\n"
+        "--configs times only the listed configuration indices (with --skinny-clusters: cluster indices\n"
+        "0-3). --interleave times them in two rounds, forward then reverse order, and reports the mean of\n"
+        "the two medians (what the benchmark does; a kernel timed right after a long one can run slower).\n");
     return argc < 1 ? 2 : 0;
   }
   const std::string family = argv[0];
@@ -177,6 +226,8 @@ int run_tune(int argc, char** argv) {
   std::string json;
   arg_value(argc, argv, "--json", &json);
   FILE* jf = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
+  SweepOptions so;
+  if (!parse_sweep_options(argc, argv, sparse24_num_configs(), &so)) return 2;
   std::printf("tune sparse24 M=%lld N=%lld K=%lld\n", static_cast<long long>(M), static_cast<long long>(N),
               static_cast<long long>(K));
   const int rc = sweep(
@@ -190,7 +241,7 @@ int run_tune(int argc, char** argv) {
                         ScaleView{static_cast<const float*>(sx.get()), ScaleGranularity::kPerRow, 0}, w, {},
                         MatrixView(y.get(), DType::kBF16, M, N), opt, st);
       },
-      timer, jf);
+      timer, jf, so);
   if (jf) std::fclose(jf);
   cudaStreamDestroy(stream);
   return rc;

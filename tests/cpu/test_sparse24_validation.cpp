@@ -265,8 +265,10 @@ TEST(Sparse24Heuristic, StreamKWhereItWon) {
     EXPECT_EQ(pick(128, 8192, 8192, fast), plain(128, 8192, 8192, fast));
     EXPECT_EQ(pick(256, 10240, 8192, fast), 11);
     EXPECT_EQ(pick(256, 28672, 4096, fast), plain(256, 28672, 4096, fast));
-    EXPECT_EQ(pick(2048, 1280, 8192, fast), 11);
-    EXPECT_EQ(pick(4096, 1280, 8192, fast), 11);
+    // The 1280-row shard from 2048 tokens: stream-K with fast accumulation, the 128x192 tile without
+    // (sparse24_narrow_wide_tile, with or without a workspace).
+    EXPECT_EQ(pick(2048, 1280, 8192, fast), fast ? 11 : 9);
+    EXPECT_EQ(pick(4096, 1280, 8192, fast), fast ? 11 : 9);
     EXPECT_EQ(pick(2048, 4096, 4096, fast), plain(2048, 4096, 4096, fast));
     for (int64_t m : {512, 1024, 8192, 16384})
       for (int64_t n : {1280, 4096, 8192, 10240, 28672, 57344})
@@ -292,8 +294,9 @@ TEST(Sparse24Heuristic, WideTokenTileFrom8192) {
         EXPECT_NE(sparse24_choose_config(m, n, 8192, 132, true, sk), 9) << m << "x" << n << " fast";
       }
       // Below 8192 tokens it lost (0.84-0.92x at 4096); 8257 tokens waste 191 of 8448 columns (2.3 %).
+      // Narrow weights (1280 rows) take it from 2048 tokens (NarrowWeightsWideTileFrom2048).
       for (int64_t m : {256, 2048, 4096, 6144, 8191, 8257})
-        EXPECT_NE(sparse24_choose_config(m, n, 8192, 132, false, sk), 9) << m << "x" << n;
+        EXPECT_EQ(sparse24_choose_config(m, n, 8192, 132, false, sk) == 9, n < 2048 && m >= 2048) << m << "x" << n;
     }
   // Not where it would leave fewer tiles than half the SMs (a 64-row weight: 47 tiles of 192 tokens).
   EXPECT_NE(sparse24_choose_config(9000, 64, 4096, 132), 9);
@@ -302,6 +305,23 @@ TEST(Sparse24Heuristic, WideTokenTileFrom8192) {
   EXPECT_TRUE(kernels::sparse24_wide_token_tile(8200));   // 43 tiles: 56 of 8256 columns wasted (0.7 %)
   EXPECT_TRUE(kernels::sparse24_wide_token_tile(8256));   // 43 whole tiles
   EXPECT_FALSE(kernels::sparse24_wide_token_tile(8257));  // 44 tiles: 2.3 % wasted
+}
+
+// The 128x192 tile on weights of fewer than 2048 rows from 2048 tokens, with or without a
+// workspace, promoted accumulation only (src/sparse24_heuristic.h; measured on the 1280-row shard:
+// bench/results/h200/tune_sparse24_interleaved.jsonl).
+TEST(Sparse24Heuristic, NarrowWeightsWideTileFrom2048) {
+  for (bool sk : {false, true}) {
+    for (int64_t m : {2048, 3000, 4096, 8192, 8257, 16384}) {
+      for (int64_t n : {1280, 1536, 2016}) EXPECT_EQ(sparse24_choose_config(m, n, 8192, 132, false, sk), 9) << m << "x" << n;
+      EXPECT_NE(sparse24_choose_config(m, 1280, 8192, 132, true, sk), 9) << m << " fast";
+      for (int64_t n : {2048, 4096, 6144}) if (m < 8192) EXPECT_NE(sparse24_choose_config(m, n, 8192, 132, false, sk), 9) << m << "x" << n;
+    }
+    for (int64_t m : {1, 64, 512, 1024, 2047}) EXPECT_NE(sparse24_choose_config(m, 1280, 8192, 132, false, sk), 9) << m;
+  }
+  EXPECT_TRUE(kernels::sparse24_narrow_wide_tile(2048, 1280, 132));    // 10 x 11 tiles
+  EXPECT_FALSE(kernels::sparse24_narrow_wide_tile(2048, 256, 132));    // 2 x 11 tiles: fewer than 66
+  EXPECT_FALSE(kernels::sparse24_narrow_wide_tile(2048, 2048, 132));
 }
 
 // The split-K decode kernel (configuration 12, not CUTLASS) at M <= 8 on small weights whose 64-row
