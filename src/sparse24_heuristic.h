@@ -24,7 +24,10 @@ namespace qsgemm::kernels {
 // (scripts/tune_sweep.sh; bench/results/h200/tune_sparse24.jsonl): the rule picks the measured best
 // configuration at all 72 points without fast accumulation, and within 1.2% geomean (worst 16%)
 // with it (sweep at da3d820; the file's rerun with the stream-K build, its data-parallel rows: all
-// 72 again, and 0.4%, worst 16%).
+// 72 again, and 0.4%, worst 16%). Re-checked with the two-partials mainloop (0dcf36d; the
+// contenders of each M range timed interleaved on the 12 layers at M = 1 ... 16384,
+// tune_sparse24_interleaved.jsonl): the picks are within 0.6% geomean of the fastest, worst 0.89x;
+// only the narrow-weight rule below (sparse24_narrow_wide_tile) changed.
 namespace sparse24_detail {
 struct Tile {
   int index, tile_m, tile_n;  // tile_m: weight rows, tile_n: tokens

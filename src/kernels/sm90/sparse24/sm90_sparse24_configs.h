@@ -22,7 +22,7 @@
 // Measured on the H200 against CUTLASS's mainloop, same run (bench/results/h200/
 // tune_sparse_two_partials.txt, 12 layers): 64x32 1.02-1.22x at M <= 32; 64x64 1.0-1.25x at M = 64;
 // 64x128 1.0-1.25x at M = 128; 128x128 1x2 1.03-1.09x from M = 256; stream-K 128x128 0.98-1.02x
-// at M = 128 and 1.02-1.09x at M >= 4096; stream-K 128x32 0.98-1.04x at M <= 64. Not on the
+// at M = 128 and 1.02-1.09x at M >= 4096; stream-K 128x32 0.97-1.06x at M <= 64. Not on the
 // 128x192 tile (three of its accumulator tiles need 288 registers).
 #define QSGEMM_SPARSE24_CONFIGS(X)             \
   X(0, 64, 32, 256, 1, 1, false, false, true)   \
