@@ -26,6 +26,7 @@
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
 #include "cutlass/gemm/collective/collective_builder.hpp"
+#include "kernels/sm90/consumer_cursor.cuh"
 
 namespace qsgemm::kernels::sm90_blockwise {
 
@@ -125,53 +126,44 @@ struct TwoPartialsBlockwiseMainloop : Base {
       for (int i = 0; i < size(accum); ++i) accum(i) += part(i) * sfa(i);
       warpgroup_fence_operand(accum);
     };
-    auto wait_stage = [&]() {
-      auto token = pipeline.consumer_try_wait(smem_pipe_read);
-      pipeline.consumer_wait(smem_pipe_read, token);
-      return smem_pipe_read.index();
-    };
-    PipelineState smem_pipe_release = smem_pipe_read;
-    auto release = [&]() {
-      pipeline.consumer_release(smem_pipe_release);
-      ++smem_pipe_release;
-    };
+    ConsumerCursor<MainloopPipeline, PipelineState> cursor(pipeline, smem_pipe_read);
 
     clear(accum);
     warpgroup_fence_operand(accum);
 
     // K tile 0 into P0.
-    int stage = wait_stage();
+    int stage = cursor.wait();
     load_scales(sfa0, stage);
     issue(part0, stage);
-    ++smem_pipe_read;
+    cursor.advance();
     --k_tile_count;
 
     // Two K tiles per trip, so that P0 and P1 stay distinct registers (no dynamic indexing).
     // At the top, P0's batch is in flight and its scales are in sfa0.
     CUTLASS_PRAGMA_NO_UNROLL
     for (; k_tile_count >= 2; k_tile_count -= 2) {
-      stage = wait_stage();
+      stage = cursor.wait();
       load_scales(sfa1, stage);
       issue(part1, stage);
-      ++smem_pipe_read;
+      cursor.advance();
       warpgroup_wait<1>();  // P0's batch is done (P1's may still run)
-      release();
+      cursor.release_one();
       promote(part0, sfa0);
 
-      stage = wait_stage();
+      stage = cursor.wait();
       load_scales(sfa0, stage);
       issue(part0, stage);
-      ++smem_pipe_read;
+      cursor.advance();
       warpgroup_wait<1>();  // P1's batch is done
-      release();
+      cursor.release_one();
       promote(part1, sfa1);
     }
     if (k_tile_count == 1) {
-      stage = wait_stage();
+      stage = cursor.wait();
       load_scales(sfa1, stage);
       issue(part1, stage);
       warpgroup_wait<1>();
-      release();
+      cursor.release_one();
       promote(part0, sfa0);
       warpgroup_wait<0>();
       promote(part1, sfa1);

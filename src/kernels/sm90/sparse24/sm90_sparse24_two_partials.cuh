@@ -27,6 +27,7 @@
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
 #include "cutlass/gemm/collective/collective_builder.hpp"
+#include "kernels/sm90/consumer_cursor.cuh"
 
 namespace qsgemm::kernels {
 
@@ -135,50 +136,41 @@ struct TwoPartialsSparseMainloop : Base {
       for (int i = 0; i < size(accum); ++i) accum(i) += part(i);
       warpgroup_fence_operand(accum);
     };
-    auto wait_stage = [&]() {
-      auto token = pipeline.consumer_try_wait(smem_pipe_read);
-      pipeline.consumer_wait(smem_pipe_read, token);
-      return smem_pipe_read.index();
-    };
-    PipelineState smem_pipe_release = smem_pipe_read;
-    auto release = [&]() {
-      pipeline.consumer_release(smem_pipe_release);
-      ++smem_pipe_release;
-    };
+    ConsumerCursor<MainloopPipeline, PipelineState> cursor(pipeline, smem_pipe_read);
 
     clear(accum);
     warpgroup_fence_operand(accum);
 
-    issue(part0, tErE0, wait_stage());  // K tile 0 into P0
-    ++smem_pipe_read;
+    issue(part0, tErE0, cursor.wait());  // K tile 0 into P0
+    cursor.advance();
     --k_tile_count;
 
     // Two K tiles per trip, so that P0/P1 and E0/E1 stay distinct registers.
     CUTLASS_PRAGMA_NO_UNROLL
     for (; k_tile_count >= 2; k_tile_count -= 2) {
-      issue(part1, tErE1, wait_stage());
-      ++smem_pipe_read;
+      issue(part1, tErE1, cursor.wait());
+      cursor.advance();
       warpgroup_wait<1>();  // P0's batch is done
-      release();
+      cursor.release_one();
       promote(part0);
 
-      issue(part0, tErE0, wait_stage());
-      ++smem_pipe_read;
+      issue(part0, tErE0, cursor.wait());
+      cursor.advance();
       warpgroup_wait<1>();  // P1's batch is done
-      release();
+      cursor.release_one();
       promote(part1);
     }
     if (k_tile_count == 1) {
-      issue(part1, tErE1, wait_stage());
+      issue(part1, tErE1, cursor.wait());
       warpgroup_wait<1>();
-      release();
+      cursor.release_one();
       promote(part0);
       warpgroup_wait<0>();
-      release();
+      cursor.release_one();
       promote(part1);
     } else {
       warpgroup_wait<0>();
-      release();
+      cursor.release_one();
       promote(part0);
     }
     // Every stage is released here: CUTLASS's sparse mma_tail (K_PIPE_MMAS = 0) releases none.
