@@ -133,9 +133,6 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   const int chosen = blockwise_choose_config(M, N, K, gx, gw, sm_count);
   std::printf("tune blockwise M=%lld N=%lld K=%lld x_scale=%s w_scale=%s\n", static_cast<long long>(M),
               static_cast<long long>(N), static_cast<long long>(K), granularity_name(gx), granularity_name(gw));
-  std::string json;
-  arg_value(argc, argv, "--json", &json);
-  FILE* jf = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
   // --skinny-clusters: the skinny configuration with each cluster size instead of the table.
   const bool clusters = has_flag(argc, argv, "--skinny-clusters");
   static const int kClusters[] = {1, 2, 4, 8};
@@ -148,6 +145,9 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   }
   SweepOptions so;
   if (!parse_sweep_options(argc, argv, clusters ? 4 : blockwise_num_configs(), &so)) return 2;
+  std::string json;
+  arg_value(argc, argv, "--json", &json);
+  FILE* jf = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
   const int rc = sweep(
       "blockwise", M, N, K, clusters ? 4 : blockwise_num_configs(), clusters ? -1 : chosen,
       [&](int i) {
@@ -223,11 +223,11 @@ int run_tune(int argc, char** argv) {
     ws_bytes = std::max(ws_bytes, sparse24_linear_workspace_bytes(M, N, K, opt, d.sm_count));
   }
   DeviceBuffer workspace(ws_bytes);
+  SweepOptions so;
+  if (!parse_sweep_options(argc, argv, sparse24_num_configs(), &so)) return 2;
   std::string json;
   arg_value(argc, argv, "--json", &json);
   FILE* jf = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
-  SweepOptions so;
-  if (!parse_sweep_options(argc, argv, sparse24_num_configs(), &so)) return 2;
   std::printf("tune sparse24 M=%lld N=%lld K=%lld\n", static_cast<long long>(M), static_cast<long long>(N),
               static_cast<long long>(K));
   const int rc = sweep(
