@@ -230,6 +230,8 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
         else if (b == "cublaslt_fp8_rowwise")
           point.add_baseline(row, b, [&] { return make_cublaslt_fp8_rowwise(*env.lt, f8, s); });
       }
+      // Decode sizes: the floor of a kernel that moves these bytes, measured the same way.
+      if (M <= kDecodeMaxM) add_memcpy_baseline(point, env, row);
       point.run(env);
 
       if (row.qsgemm_us && env.check) {
@@ -334,7 +336,7 @@ int bench_blockwise(const BenchOptions& options) {
   const std::vector<int64_t> ms = !options.ms.empty() ? options.ms : options.quick ? kQuickMs : default_token_counts();
 
   return run_bench("blockwise", options, "blockwise.json", [&](BenchEnv& env) {
-    const ResultTable table({"cublaslt_fp8_block128", "cublaslt_fp8_tensor", "cublaslt_fp8_rowwise"},
+    const ResultTable table({"cublaslt_fp8_block128", "cublaslt_fp8_tensor", "cublaslt_fp8_rowwise", "cuda_memcpy_same_bytes"},
                             {"cublaslt_fp8_block128", "cublaslt_fp8_tensor", "cublaslt_fp8_rowwise"});
     table.print_header();
     for (const Layer& layer : layers) {

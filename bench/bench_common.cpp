@@ -877,6 +877,7 @@ std::string short_name(const std::string& b) {
   if (b == "cublaslt_fp8_block128") return "lt_blk128";
   if (b == "cusparselt_fp8") return "spLt_fp8";
   if (b == "cublas_bf16") return "lt_bf16";
+  if (b == "cuda_memcpy_same_bytes") return "memcpy";
   return b.size() > 11 ? b.substr(0, 11) : b;
 }
 

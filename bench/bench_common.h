@@ -327,6 +327,9 @@ std::vector<Layer> select_layers(const std::vector<Layer>& all, const std::vecto
 
 // The default sweep of token counts: 1, 8, 16, 32, 64, ..., 16384.
 const std::vector<int64_t>& default_token_counts();
+// Decode sizes: the issues' weight-bandwidth goals apply up to this M, and the GEMM rows up to it
+// also time a memcpy of the same bytes (add_memcpy_baseline).
+inline constexpr int64_t kDecodeMaxM = 32;
 // A seed derived from a name (FNV-1a), so that every layer gets its own data.
 uint32_t seed_of(const std::string& name);
 

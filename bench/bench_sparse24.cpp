@@ -207,6 +207,8 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
     point.add_baseline(row, "cublaslt_fp8_rowwise", [&] { return make_cublaslt_fp8_rowwise(*env.lt, f8, s); });
     point.add_baseline(row, "cusparselt_fp8", [&] { return make_cusparselt_fp8(f8, s); });
     point.add_baseline(row, "cublas_bf16", [&] { return make_cublas_bf16(*env.lt, b16, s); });
+    // Decode sizes: the floor of a kernel that moves these bytes, measured the same way.
+    if (M <= kDecodeMaxM) add_memcpy_baseline(point, env, row);
     point.run(env);
     fast.baselines_us = row.baselines_us;
 
@@ -326,12 +328,15 @@ void print_summary(const BenchEnv& env) {
   else
     std::printf("  M <= 128: geomean %.2fx (%zu points)\n", geomean(small), small.size());
 
-  // At decode sizes the kernel should be bound by reading the compressed weight.
-  std::vector<double> frac;
+  // At decode sizes the kernel should be bound by reading the compressed weight. Against the copy
+  // bandwidth of a 1 GiB copy, and against a memcpy of the point's own bytes timed in the same
+  // rounds (on 5-15 MB weights a copy of that size is far from the 1 GiB figure too).
+  std::vector<double> frac, of_memcpy;
   for (const BenchRow& r : rows) {
-    if (r.family != family || r.M > 32 || !r.qsgemm_us) continue;
+    if (r.family != family || r.M > kDecodeMaxM || !r.qsgemm_us) continue;
     const double w = static_cast<double>(r.N * r.K / 2 + sparse24_meta_bytes(r.N, r.K) + 4 * r.N);
     frac.push_back(w / (*r.qsgemm_us * 1e-6) / 1e9 / env.report.copy_bandwidth_GBps);
+    if (const auto m = r.baseline("cuda_memcpy_same_bytes")) of_memcpy.push_back(*m / *r.qsgemm_us);
   }
   if (frac.empty())
     std::printf("M <= 32: compressed-weight bandwidth n/a\n");
@@ -339,6 +344,10 @@ void print_summary(const BenchEnv& env) {
     std::printf("%s M <= 32: the compressed weight moves at %.0f%% .. %.0f%% of copy bandwidth (median %.0f%%, %zu points)\n",
                 family, 100 * *std::min_element(frac.begin(), frac.end()),
                 100 * *std::max_element(frac.begin(), frac.end()), 100 * median(frac), frac.size());
+  if (!of_memcpy.empty())
+    std::printf("%s M <= 32: memcpy of the same bytes / qsgemm time: %.0f%% .. %.0f%% (median %.0f%%, %zu points)\n",
+                family, 100 * *std::min_element(of_memcpy.begin(), of_memcpy.end()),
+                100 * *std::max_element(of_memcpy.begin(), of_memcpy.end()), 100 * median(of_memcpy), of_memcpy.size());
   }
 }
 
@@ -356,7 +365,7 @@ int bench_sparse24(const BenchOptions& options) {
 
   return run_bench("sparse24", options, "sparse24.json", [&](BenchEnv& env) {
     std::printf("cuSPARSELt: %s\n", cusparselt_status().c_str());
-    const ResultTable table({"cublaslt_fp8_rowwise", "cusparselt_fp8", "cublas_bf16"},
+    const ResultTable table({"cublaslt_fp8_rowwise", "cusparselt_fp8", "cublas_bf16", "cuda_memcpy_same_bytes"},
                             {"cublaslt_fp8_rowwise", "cusparselt_fp8"});
     table.print_header();
     for (const Layer& layer : layers) {
