@@ -12,7 +12,9 @@ namespace qsgemm::kernels {
 // Tokens (the kernel's N) decide the tile first. At decode sizes the kernel streams the weight once
 // and the narrowest token tile wastes the least work; past ~128 tokens the 128-row cooperative tile
 // with a 1x2 cluster wins, and with fast accumulation the 128x256x128 tile (its accumulators fit
-// only without promotion) wins from 512 to 8192 tokens.
+// only without promotion) wins from 512 tokens on (at 16384 tokens against the fast 128x128 tile,
+// which this rule took there before: 1.075-1.144x on all 12 benchmark layers, interleaved;
+// bench/results/h200/tune_sparse24_fast16384.jsonl).
 //
 // Then the weight rows (N_out) correct it: while that tile would cover the problem in fewer than
 // half as many tiles as the GPU has SMs, step down to the next smaller tile of the same family
@@ -131,7 +133,7 @@ inline int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm
   if (M_tokens <= 32) i = 0;
   else if (M_tokens <= 64) i = 1;
   else if (M_tokens <= 128) i = 2;
-  else if (!fast_accum || M_tokens <= 256 || M_tokens > 8192) i = 3;
+  else if (!fast_accum || M_tokens <= 256) i = 3;
   else i = 4;
   // by weight rows: at least half as many tiles as SMs
   while (i > 0 && 2 * tiles(family[i]) < sms) --i;

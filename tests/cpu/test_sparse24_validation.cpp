@@ -199,6 +199,8 @@ TEST(Sparse24Heuristic, NarrowLayersStepDownToFillTheGpu) {
   EXPECT_EQ(pick(512, 4096, 4096, true), "128x128");  // not 128x256 (32 tiles)
   EXPECT_EQ(pick(256, 8192, 8192), "128x128");         // wide layers keep the token-count choice
   EXPECT_EQ(pick(4096, 57344, 8192, true), "128x256");
+  EXPECT_EQ(pick(16384, 6144, 4096, true), "128x256");  // measured 1.14x the fast 128x128 tile there
+  EXPECT_EQ(pick(16384, 1280, 8192, true), "128x256");
   // The property, over a grid: the chosen tile covers the problem in >= sms/2 tiles, or it is the
   // narrowest tile; fast accumulation is kept or not as asked.
   for (int sms : {66, 114, 132})
