@@ -43,16 +43,19 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
   //  * M = 9..16 (two n8 token tiles): it wins wherever K >= 4096 and the 64-row tile has at most
   //    half the SMs' worth of CTAs (2112x7168 by 1.55x, 8192x28672 by 1.18x, 6144x4096 within 1 %)
   //    and loses from 80 tiles on (10240x8192: 37.9 against 33.5 us) and at short K;
-  //  * M = 17..32 (four token tiles): it wins only where the 64-row tile leaves three quarters of
-  //    the SMs idle, with K >= 4096 (2112x7168 by 1.27x, 4096x14336 by 1.16x, 4096x4096 even) and
-  //    loses from 48 tiles on (6144x4096: 19.1 against 15.8 us).
+  //  * M = 17..32 (three or four token tiles): it wins only where the 64-row tile leaves five
+  //    sixths of the SMs idle, with K >= 4096: 2112x7168 (17 tiles) 17.2 against 18.1 us at M = 32.
+  //    Against the 64-row tile with the two-partials mainloop it no longer wins on the 4096-row
+  //    layers (32 tiles; M = 32, interleaved, bench/results/h200/tune_blockwise_decode.jsonl):
+  //    4096x4096 15.4 against 13.7 us, 4096x7168 21.1 against 18.8, 4096x14336 even (31.3);
+  //    before that mainloop it had won there (4096x14336 by 1.16x, tune_skinny.jsonl).
   // Tiny problems (one or two N tiles, i.e. one or two CUTLASS CTAs) always take the skinny
   // kernel: it splits K over a cluster and sums each group exactly in float32 (the wgmma FP8
   // accumulation reaches 2.2e-4 relative error on 8-element fp32 outputs at K = 128).
   if (M <= kSkinnyMaxM && n_tiles <= 2) return kSkinnyConfig;
   if (M <= 8 && K >= 1536) return kSkinnyConfig;
   if (M <= 16 && K >= 4096 && n_tiles <= sms / 2) return kSkinnyConfig;
-  if (M <= kSkinnyMaxM && K >= 4096 && n_tiles <= sms / 4) return kSkinnyConfig;
+  if (M <= kSkinnyMaxM && K >= 4096 && n_tiles <= sms / 6) return kSkinnyConfig;
   const int64_t waves_128 = ceil_div(ceil_div(M, 128) * n_tiles, sms);
   const int64_t waves_64 = ceil_div(ceil_div(M, 64) * n_tiles, sms);
   // Time per SM in units of one 64-row tile: a 128-row tile is two; a 64-row tile also reloads its
