@@ -151,7 +151,7 @@ struct BlockwiseGemm {
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
       MainloopSchedule>::CollectiveOp;
   using CollectiveMainloop =
-      cute::conditional_t<kTwoPartials, TwoPartialsBlockwiseMainloop<CutlassMainloop>, CutlassMainloop>;
+      cute::conditional_t<kTwoPartials, TwoPartialsBlockwiseMainloop<CutlassMainloop, kPerRow>, CutlassMainloop>;
 
   // Default tile scheduler (persistent, no workspace).
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop, CollectiveEpilogue>;

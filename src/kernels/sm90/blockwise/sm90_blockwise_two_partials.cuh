@@ -30,7 +30,11 @@
 
 namespace qsgemm::kernels::sm90_blockwise {
 
-template <class Base>
+// kUnitScales: the per-row family, whose mainloop scales are all 1 (blockwise_unit_scale): the
+// scales are not read and the promotion is acc += P, which is bit-identical to acc += 1·P (an FMA
+// by 1 rounds once, like the add) and is what cuBLASLt's row-wise kernel executes (one FADD per
+// accumulator per 128 of K and no FFMA, Nsight Compute, bench/results/h200/ncu_large_m.txt).
+template <class Base, bool kUnitScales = false>
 struct TwoPartialsBlockwiseMainloop : Base {
   using typename Base::ElementBlockScale;
   using typename Base::MainloopPipeline;
@@ -100,11 +104,13 @@ struct TwoPartialsBlockwiseMainloop : Base {
     // Reads stage `stage`'s scales into sfa as sx·sw (the product CUTLASS forms, so the same
     // rounding). Done before the stage's MMAs are issued, while the previous batch still runs.
     auto load_scales = [&](auto& sfa, int stage) {
-      copy(tCsSFA(_, _, _, make_coord(_0{}, stage)), sfa);
-      copy(tCsSFB(_, _, _, make_coord(_0{}, stage)), sfb);
-      const ElementBlockScale b = sfb(_0{});
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(filter_zeros(sfa)); ++i) filter_zeros(sfa)(i) = filter_zeros(sfa)(i) * b;
+      if constexpr (!kUnitScales) {
+        copy(tCsSFA(_, _, _, make_coord(_0{}, stage)), sfa);
+        copy(tCsSFB(_, _, _, make_coord(_0{}, stage)), sfb);
+        const ElementBlockScale b = sfb(_0{});
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(filter_zeros(sfa)); ++i) filter_zeros(sfa)(i) = filter_zeros(sfa)(i) * b;
+      }
     };
     // Issues the wgmma batch of one K tile into `part` (zeroed by the first MMA) and commits it.
     auto issue = [&](auto& part, int stage) {
@@ -123,7 +129,10 @@ struct TwoPartialsBlockwiseMainloop : Base {
     auto promote = [&](auto& part, auto& sfa) {
       warpgroup_fence_operand(part);
       CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(accum); ++i) accum(i) += part(i) * sfa(i);
+      for (int i = 0; i < size(accum); ++i) {
+        if constexpr (kUnitScales) accum(i) += part(i);
+        else accum(i) += part(i) * sfa(i);
+      }
       warpgroup_fence_operand(accum);
     };
     ConsumerCursor<MainloopPipeline, PipelineState> cursor(pipeline, smem_pipe_read);
