@@ -102,10 +102,7 @@ struct TwoPartialsBlockwiseMainloop : Base {
     Tensor sfb = make_tensor_like<ElementBlockScale>(tCsSFB(_, _, _, _0{}));  // one value per tile
 
     // Reads stage `stage`'s scales into sfa as sx·sw (the product CUTLASS forms, so the same
-    // rounding). Done just after the stage's MMAs are issued: the promotion that needs them comes a
-    // K tile later, so the shared-memory loads stay off the path from a stage's arrival to its MMAs.
-    // (Before the issue, with the per-row family's unit scales also read and multiplied, they cost
-    // 4-7 % on the 128x128 tiles: bench/results/h200/ab_unit_scales.txt.)
+    // rounding). Done before the stage's MMAs are issued, while the previous batch still runs.
     auto load_scales = [&](auto& sfa, int stage) {
       if constexpr (!kUnitScales) {
         copy(tCsSFA(_, _, _, make_coord(_0{}, stage)), sfa);
@@ -145,8 +142,8 @@ struct TwoPartialsBlockwiseMainloop : Base {
 
     // K tile 0 into P0.
     int stage = cursor.wait();
-    issue(part0, stage);
     load_scales(sfa0, stage);
+    issue(part0, stage);
     cursor.advance();
     --k_tile_count;
 
@@ -155,16 +152,16 @@ struct TwoPartialsBlockwiseMainloop : Base {
     CUTLASS_PRAGMA_NO_UNROLL
     for (; k_tile_count >= 2; k_tile_count -= 2) {
       stage = cursor.wait();
-      issue(part1, stage);
       load_scales(sfa1, stage);
+      issue(part1, stage);
       cursor.advance();
       warpgroup_wait<1>();  // P0's batch is done (P1's may still run)
       cursor.release_one();
       promote(part0, sfa0);
 
       stage = cursor.wait();
-      issue(part0, stage);
       load_scales(sfa0, stage);
+      issue(part0, stage);
       cursor.advance();
       warpgroup_wait<1>();  // P1's batch is done
       cursor.release_one();
@@ -172,8 +169,8 @@ struct TwoPartialsBlockwiseMainloop : Base {
     }
     if (k_tile_count == 1) {
       stage = cursor.wait();
-      issue(part1, stage);
       load_scales(sfa1, stage);
+      issue(part1, stage);
       warpgroup_wait<1>();
       cursor.release_one();
       promote(part0, sfa0);
