@@ -357,11 +357,13 @@ TEST_F(BlockwiseGpu, LargeKSmallM) {
       }
 }
 
-// options.config forces each configuration of the table (where it supports the scale pair).
+// options.config forces each configuration of the table (where it supports the scale pair), with
+// and without a bias (separate kernels: the bias kind cycles over the shapes).
 TEST_F(BlockwiseGpu, EveryConfigForced) {
   std::mt19937 rng(601);
   for (int config = 0; config < blockwise_num_configs(); ++config)
-    for (const auto& [gx, gw] : kPairs)
+    for (const auto& [gx, gw] : kPairs) {
+      int shape = 0;
       for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 136, 256},
                                     std::tuple<int64_t, int64_t, int64_t>{129, 264, 400},
                                     std::tuple<int64_t, int64_t, int64_t>{1000, 520, 1024},
@@ -374,7 +376,7 @@ TEST_F(BlockwiseGpu, EveryConfigForced) {
         c.gx = gx;
         c.gw = gw;
         c.config = config;
-        c.bias = BiasKind::kOut;
+        c.bias = static_cast<BiasKind>(shape++ % 3);  // none, fp32, output dtype, none
         if (!blockwise_config_supports(config, gx, gw)) {
           // The 64-row tile cannot hold whole 128-row x-scale blocks, the 128x192 tile whole
           // 128-row weight blocks (it serves per-row scales only): rejected, not mis-computed.
@@ -395,6 +397,7 @@ TEST_F(BlockwiseGpu, EveryConfigForced) {
         run_case(c, rng, stream_);
         if (HasFatalFailure()) return;
       }
+    }
 }
 
 // Per-row scales on shapes where the heuristic takes the 128x192 tile (configuration 4): partial
@@ -410,7 +413,7 @@ TEST_F(BlockwiseGpu, PerRowWideTileByHeuristic) {
     c.K = K;
     c.gx = c.gw = G::kPerRow;
     c.out = out;
-    c.bias = out == DType::kF32 ? BiasKind::kF32 : BiasKind::kOut;
+    c.bias = out == DType::kF32 ? BiasKind::kNone : BiasKind::kOut;
     run_case(c, rng, stream_);
     if (HasFatalFailure()) return;
   }

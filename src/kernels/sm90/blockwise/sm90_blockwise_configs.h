@@ -172,10 +172,14 @@ const float* blockwise_unit_scale(int device);
 // Runs configuration `config` (which must support a.gx, a.gw). Throws qsgemm::Error when CUTLASS
 // refuses the problem (can_implement, naming its status), would need a workspace, or the launch fails.
 void run_blockwise_gemm(const BlockwiseGemmArgs& a, int config, cudaStream_t stream);
-// One per output dtype (sm90_blockwise_gemm_<dtype>.cu); run_blockwise_gemm dispatches to them.
+// One per output dtype without a bias (sm90_blockwise_gemm_<dtype>.cu) and with one
+// (sm90_blockwise_gemm_<dtype>_bias.cu); run_blockwise_gemm dispatches to them.
 void run_blockwise_gemm_bf16(const BlockwiseGemmArgs& a, int config, cudaStream_t stream);
 void run_blockwise_gemm_f16(const BlockwiseGemmArgs& a, int config, cudaStream_t stream);
 void run_blockwise_gemm_f32(const BlockwiseGemmArgs& a, int config, cudaStream_t stream);
+void run_blockwise_gemm_bf16_bias(const BlockwiseGemmArgs& a, int config, cudaStream_t stream);
+void run_blockwise_gemm_f16_bias(const BlockwiseGemmArgs& a, int config, cudaStream_t stream);
+void run_blockwise_gemm_f32_bias(const BlockwiseGemmArgs& a, int config, cudaStream_t stream);
 // The skinny kernel (configuration kSkinnyConfig), every output dtype; throws kInvalidArgument for M > kSkinnyMaxM.
 void run_blockwise_skinny(const BlockwiseGemmArgs& a, cudaStream_t stream);
 

@@ -76,10 +76,11 @@ using ScaleLayout = Layout<Shape<Shape<Int<kGranularity>, int32_t>, Shape<_128, 
                            Stride<Stride<_0, int32_t>, Stride<_0, int32_t>, int32_t>>;
 
 // ElementD: the output dtype. kGranM / kGranN: scale granularity along M (1 or 128) and N (1 or 128),
-// or both kPerRowScales. kTwoPartials: the mainloop of sm90_blockwise_two_partials.cuh instead of
+// or both kPerRowScales. kBias: the epilogue reads a bias (bias_f32 or bias_out); without it the
+// epilogue has no bias vectors at all (see the epilogue comment). kTwoPartials: the mainloop of sm90_blockwise_two_partials.cuh instead of
 // CUTLASS's; by default where the configuration table asks for it and the weight scales are one
 // per tile (128x128 blocks, or per-row scales applied in the epilogue).
-template <class ElementD, int kConfig, int kGranM, int kGranN,
+template <class ElementD, int kConfig, int kGranM, int kGranN, bool kBias,
           bool kTwoPartials = kBlockwiseConfigs[kConfig].two_partials && (kGranN == kPerRowScales || kGranN == 128)>
 struct BlockwiseGemm {
   static constexpr BlockwiseConfig kCfg = kBlockwiseConfigs[kConfig];
@@ -130,7 +131,18 @@ struct BlockwiseGemm {
       cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::multiplies, ElementCompute>, Acc, VecM<float>>, VecN<float>,
       VecN<float>>;
   using Inner = cute::conditional_t<kPerRow, PerRowInner, BlockwiseInner>;
-  using Fusion = cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::plus, ElementD>, Inner, VecN<ElementD>>;
+  using BiasFusion = cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::plus, ElementD>, Inner, VecN<ElementD>>;
+  // Without a bias: D = acc (blockwise) or D = (acc · sx) · sw (per-row). A row broadcast stages its
+  // vector in shared memory once per tile behind a barrier of the epilogue's threads, even for a null
+  // pointer, so the no-bias kernels drop those nodes instead of reading zeros; this matters where
+  // the epilogue is a large share of a tile (short K: 512-2048).
+  using PlainFusion = cute::conditional_t<
+      kPerRow,
+      cutlass::epilogue::fusion::Sm90EVT<
+          Op<cutlass::multiplies, ElementD>,
+          cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::multiplies, ElementCompute>, Acc, VecM<float>>, VecN<float>>,
+      cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::epilogue::thread::Identity, ElementD>, Acc>>;
+  using Fusion = cute::conditional_t<kBias, BiasFusion, PlainFusion>;
 
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
@@ -185,14 +197,21 @@ struct BlockwiseGemm {
       const float* one = blockwise_unit_scale(a.device);  // every scale of the mainloop reads this 1.0f
       mainloop = {ptr_a, dA, ptr_b, dB, one, scale_layout<LayoutSFA>(M, kb, 0, 0), one,
                   scale_layout<LayoutSFB>(N, kb, 0, 0)};
-      fusion = {
-          {                                               // (acc · sx) · sw + bias_f32
-              {{}, {a.x_scale, 1.0f, {}}, {}},            //   acc · sx[m]
-              {a.w_scale, 1.0f, {}},                      //   sw[n]
-              {a.bias_f32, 0.0f, {}},                     //   bias_f32[n]
-              {}},
-          {bias_out, ElementD(0), {}},                    // + bias_out[n]
-          {}};
+      if constexpr (kBias) {
+        fusion = {
+            {                                             // (acc · sx) · sw + bias_f32
+                {{}, {a.x_scale, 1.0f, {}}, {}},          //   acc · sx[m]
+                {a.w_scale, 1.0f, {}},                    //   sw[n]
+                {a.bias_f32, 0.0f, {}},                   //   bias_f32[n]
+                {}},
+            {bias_out, ElementD(0), {}},                  // + bias_out[n]
+            {}};
+      } else {
+        fusion = {
+            {{}, {a.x_scale, 1.0f, {}}, {}},              // (acc · sx[m])
+            {a.w_scale, 1.0f, {}},                        //   · sw[n]
+            {}};
+      }
     } else {
       // Row groups along M: x kGroup1x128 is M-major with leading dimension ld; x kBlock128x128 is
       // row-major over [M blocks][K groups]. Along N both weight layouts are row-major over K groups.
@@ -201,10 +220,12 @@ struct BlockwiseGemm {
                                       : scale_layout<LayoutSFA>(M, kb, kb, 1);
       const LayoutSFB sfb = scale_layout<LayoutSFB>(N, kb, kb, 1);
       mainloop = {ptr_a, dA, ptr_b, dB, a.x_scale, sfa, a.w_scale, sfb};
-      fusion = {
-          {{}, {a.bias_f32, 0.0f, {}}, {}},               // acc + bias_f32[n]
-          {bias_out, ElementD(0), {}},                    // + bias_out[n]
-          {}};
+      if constexpr (kBias)
+        fusion = {
+            {{}, {a.bias_f32, 0.0f, {}}, {}},             // acc + bias_f32[n]
+            {bias_out, ElementD(0), {}},                  // + bias_out[n]
+            {}};
+      // else D = acc: the fusion has no arguments
     }
     cutlass::KernelHardwareInfo hw;
     hw.device_id = a.device;
@@ -245,36 +266,38 @@ struct BlockwiseGemm {
 };
 
 // Runs configuration kConfig for the granularity pair of `a`.
-template <class ElementD, int kConfig>
+template <class ElementD, bool kBias, int kConfig>
 void run_config(const BlockwiseGemmArgs& a, cudaStream_t stream) {
   using G = ScaleGranularity;
   const bool w_block = a.gw == G::kBlock128x128;
   if (a.gx == G::kPerRow && a.gw == G::kPerRow)
-    return BlockwiseGemm<ElementD, kConfig, kPerRowScales, kPerRowScales>::run(a, stream);
+    return BlockwiseGemm<ElementD, kConfig, kPerRowScales, kPerRowScales, kBias>::run(a, stream);
   if constexpr (!kBlockwiseConfigs[kConfig].per_row_only) {
     if (a.gx == G::kGroup1x128 && (w_block || a.gw == G::kGroup1x128))
-      return w_block ? BlockwiseGemm<ElementD, kConfig, 1, 128>::run(a, stream)
-                     : BlockwiseGemm<ElementD, kConfig, 1, 1>::run(a, stream);
+      return w_block ? BlockwiseGemm<ElementD, kConfig, 1, 128, kBias>::run(a, stream)
+                     : BlockwiseGemm<ElementD, kConfig, 1, 1, kBias>::run(a, stream);
   }
   if constexpr (!kBlockwiseConfigs[kConfig].per_row_only && kBlockwiseConfigs[kConfig].tile_m % 128 == 0) {
     if (a.gx == G::kBlock128x128 && (w_block || a.gw == G::kGroup1x128))
-      return w_block ? BlockwiseGemm<ElementD, kConfig, 128, 128>::run(a, stream)
-                     : BlockwiseGemm<ElementD, kConfig, 128, 1>::run(a, stream);
+      return w_block ? BlockwiseGemm<ElementD, kConfig, 128, 128, kBias>::run(a, stream)
+                     : BlockwiseGemm<ElementD, kConfig, 128, 1, kBias>::run(a, stream);
   }
   detail::fail("blockwise_linear", Status::kInternal, "",
                detail::cat("config ", kBlockwiseConfigs[kConfig].name(), " is not instantiated for x_scale ",
                            granularity_name(a.gx), " with w_scale ", granularity_name(a.gw)));
 }
 
-template <class ElementD>
+// Runs configuration `config` with (kBias) or without a bias epilogue; one instantiation per output
+// dtype and kBias in its own file (sm90_blockwise_gemm_<dtype>[_bias].cu).
+template <class ElementD, bool kBias>
 void run_for_output(const BlockwiseGemmArgs& a, int config, cudaStream_t stream) {
   // Configuration kSkinnyConfig (3) is not CUTLASS: run_blockwise_gemm sends it to run_blockwise_skinny.
   static_assert(kBlockwiseNumConfigs == 5, "add the new configuration to this switch");
   switch (config) {
-    case 0: return run_config<ElementD, 0>(a, stream);
-    case 1: return run_config<ElementD, 1>(a, stream);
-    case 2: return run_config<ElementD, 2>(a, stream);
-    case 4: return run_config<ElementD, 4>(a, stream);
+    case 0: return run_config<ElementD, kBias, 0>(a, stream);
+    case 1: return run_config<ElementD, kBias, 1>(a, stream);
+    case 2: return run_config<ElementD, kBias, 2>(a, stream);
+    case 4: return run_config<ElementD, kBias, 4>(a, stream);
     default: break;
   }
   detail::fail("blockwise_linear", Status::kInternal, "", detail::cat("config index ", config, " is not in the table"));

@@ -1,12 +1,12 @@
-// Blockwise FP8 GEMM kernels with fp32 output: every configuration x every scale-granularity pair it
-// supports (14 kernels, see sm90_blockwise_configs.h). One file per output dtype so that the three
-// compile in parallel.
+// Blockwise FP8 GEMM kernels with f32 output and no bias: every configuration x every
+// scale-granularity pair it supports (14 kernels, see sm90_blockwise_configs.h). One file per output
+// dtype and bias mode so that they compile in parallel.
 #include "kernels/sm90/blockwise/sm90_blockwise_gemm.cuh"
 
 namespace qsgemm::kernels {
 
 void run_blockwise_gemm_f32(const BlockwiseGemmArgs& a, int config, cudaStream_t stream) {
-  sm90_blockwise::run_for_output<float>(a, config, stream);
+  sm90_blockwise::run_for_output<float, /*kBias=*/false>(a, config, stream);
 }
 
 }  // namespace qsgemm::kernels
