@@ -85,6 +85,10 @@ template <class ElementD, int kConfig, int kGranM, int kGranN, bool kBias,
 struct BlockwiseGemm {
   static constexpr BlockwiseConfig kCfg = kBlockwiseConfigs[kConfig];
   static constexpr bool kPerRow = kGranM == kPerRowScales;
+  // Per-row scales are applied by the two-partials mainloop after its last K tile (the epilogue is
+  // then the blockwise one); CUTLASS's mainloop (the 128x192 tile) runs with unit scales and the
+  // epilogue applies them as a column and a row broadcast.
+  static constexpr bool kPerRowEpilogue = kPerRow && !kTwoPartials;
   static constexpr bool kCooperative = kCfg.schedule == BlockwiseSchedule::kCooperative;
   static_assert((kGranM == kPerRowScales) == (kGranN == kPerRowScales), "per-row scales are only paired with per-row scales");
   static_assert(kCfg.tile_k == 128, "the K tile must equal the scale group (128): scales are applied once per K tile");
@@ -130,14 +134,14 @@ struct BlockwiseGemm {
       Op<cutlass::homogeneous_multiply_add, ElementCompute>,
       cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::multiplies, ElementCompute>, Acc, VecM<float>>, VecN<float>,
       VecN<float>>;
-  using Inner = cute::conditional_t<kPerRow, PerRowInner, BlockwiseInner>;
+  using Inner = cute::conditional_t<kPerRowEpilogue, PerRowInner, BlockwiseInner>;
   using BiasFusion = cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::plus, ElementD>, Inner, VecN<ElementD>>;
-  // Without a bias: D = acc (blockwise) or D = (acc · sx) · sw (per-row). A row broadcast stages its
+  // Without a bias: D = acc, or D = (acc · sx) · sw (kPerRowEpilogue). A row broadcast stages its
   // vector in shared memory once per tile behind a barrier of the epilogue's threads, even for a null
   // pointer, so the no-bias kernels drop those nodes instead of reading zeros; this matters where
   // the epilogue is a large share of a tile (short K: 512-2048).
   using PlainFusion = cute::conditional_t<
-      kPerRow,
+      kPerRowEpilogue,
       cutlass::epilogue::fusion::Sm90EVT<
           Op<cutlass::multiplies, ElementD>,
           cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::multiplies, ElementCompute>, Acc, VecM<float>>, VecN<float>>,
@@ -151,9 +155,9 @@ struct BlockwiseGemm {
       ElementD, cutlass::layout::RowMajor, kAlignmentD, EpilogueSchedule, Fusion>::CollectiveOp;
 
   // ---- mainloop ------------------------------------------------------------------------------------
-  // Per-row: one (unit) mainloop scale per tile.
-  using LayoutSFA = ScaleLayout<kPerRow ? kCfg.tile_m : kGranM>;
-  using LayoutSFB = ScaleLayout<kPerRow ? kCfg.tile_n : kGranN>;
+  // Per-row: sx and sw with granularity 1 (two-partials), or one unit scale per tile (kPerRowEpilogue).
+  using LayoutSFA = ScaleLayout<kPerRowEpilogue ? kCfg.tile_m : kPerRow ? 1 : kGranM>;
+  using LayoutSFB = ScaleLayout<kPerRowEpilogue ? kCfg.tile_n : kPerRow ? 1 : kGranN>;
   using GmemLayoutA = cute::tuple<cutlass::layout::RowMajor, LayoutSFA>;
   using GmemLayoutB = cute::tuple<cutlass::layout::ColumnMajor, LayoutSFB>;
 
@@ -191,27 +195,14 @@ struct BlockwiseGemm {
     const auto* ptr_b = static_cast<const ElementB*>(a.w);
 
     typename CollectiveMainloop::Arguments mainloop{};
-    typename Fusion::Arguments fusion{};
-    const auto* bias_out = static_cast<const ElementD*>(a.bias_out);
-    if constexpr (kPerRow) {
+    if constexpr (kPerRowEpilogue) {
       const float* one = blockwise_unit_scale(a.device);  // every scale of the mainloop reads this 1.0f
       mainloop = {ptr_a, dA, ptr_b, dB, one, scale_layout<LayoutSFA>(M, kb, 0, 0), one,
                   scale_layout<LayoutSFB>(N, kb, 0, 0)};
-      if constexpr (kBias) {
-        fusion = {
-            {                                             // (acc · sx) · sw + bias_f32
-                {{}, {a.x_scale, 1.0f, {}}, {}},          //   acc · sx[m]
-                {a.w_scale, 1.0f, {}},                    //   sw[n]
-                {a.bias_f32, 0.0f, {}},                   //   bias_f32[n]
-                {}},
-            {bias_out, ElementD(0), {}},                  // + bias_out[n]
-            {}};
-      } else {
-        fusion = {
-            {{}, {a.x_scale, 1.0f, {}}, {}},              // (acc · sx[m])
-            {a.w_scale, 1.0f, {}},                        //   · sw[n]
-            {}};
-      }
+    } else if constexpr (kPerRow) {
+      // sx [M] and sw [N], the same for every K group (stride 0 along K).
+      mainloop = {ptr_a, dA, ptr_b, dB, a.x_scale, scale_layout<LayoutSFA>(M, kb, 1, 0), a.w_scale,
+                  scale_layout<LayoutSFB>(N, kb, 1, 0)};
     } else {
       // Row groups along M: x kGroup1x128 is M-major with leading dimension ld; x kBlock128x128 is
       // row-major over [M blocks][K groups]. Along N both weight layouts are row-major over K groups.
@@ -220,13 +211,30 @@ struct BlockwiseGemm {
                                       : scale_layout<LayoutSFA>(M, kb, kb, 1);
       const LayoutSFB sfb = scale_layout<LayoutSFB>(N, kb, kb, 1);
       mainloop = {ptr_a, dA, ptr_b, dB, a.x_scale, sfa, a.w_scale, sfb};
-      if constexpr (kBias)
-        fusion = {
-            {{}, {a.bias_f32, 0.0f, {}}, {}},             // acc + bias_f32[n]
-            {bias_out, ElementD(0), {}},                  // + bias_out[n]
-            {}};
-      // else D = acc: the fusion has no arguments
     }
+    typename Fusion::Arguments fusion{};
+    const auto* bias_out = static_cast<const ElementD*>(a.bias_out);
+    if constexpr (kPerRowEpilogue && kBias) {
+      fusion = {
+          {                                               // (acc · sx) · sw + bias_f32
+              {{}, {a.x_scale, 1.0f, {}}, {}},            //   acc · sx[m]
+              {a.w_scale, 1.0f, {}},                      //   sw[n]
+              {a.bias_f32, 0.0f, {}},                     //   bias_f32[n]
+              {}},
+          {bias_out, ElementD(0), {}},                    // + bias_out[n]
+          {}};
+    } else if constexpr (kPerRowEpilogue) {
+      fusion = {
+          {{}, {a.x_scale, 1.0f, {}}, {}},                // (acc · sx[m])
+          {a.w_scale, 1.0f, {}},                          //   · sw[n]
+          {}};
+    } else if constexpr (kBias) {
+      fusion = {
+          {{}, {a.bias_f32, 0.0f, {}}, {}},               // acc + bias_f32[n]
+          {bias_out, ElementD(0), {}},                    // + bias_out[n]
+          {}};
+    }
+    // else D = acc: the fusion has no arguments
     cutlass::KernelHardwareInfo hw;
     hw.device_id = a.device;
     hw.sm_count = a.sm_count;  // > 0: CUTLASS does not query the device on every call

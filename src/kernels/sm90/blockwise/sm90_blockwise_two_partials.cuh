@@ -30,11 +30,15 @@
 
 namespace qsgemm::kernels::sm90_blockwise {
 
-// kUnitScales: the per-row family, whose mainloop scales are all 1 (blockwise_unit_scale): the
-// scales are not read and the promotion is acc += P, which is bit-identical to acc += 1·P (an FMA
-// by 1 rounds once, like the add) and is what cuBLASLt's row-wise kernel executes (one FADD per
-// accumulator per 128 of K and no FFMA, Nsight Compute, bench/results/h200/ncu_large_m.txt).
-template <class Base, bool kUnitScales = false>
+// kPerRowScales: the per-token x per-channel family. Its scale tensors are sx [M] and sw [N]
+// themselves, read by the base's scale loader with granularity 1 along M and N and a K stride of 0
+// (so every stage holds the tile's sx and sw). Each K tile is promoted as acc += P (no scale; what
+// cuBLASLt's row-wise kernel executes: one FADD per accumulator per 128 of K, Nsight Compute,
+// bench/results/h200/ncu_large_m.txt), and after the last one the accumulators are scaled once,
+// acc = (acc · sx[m]) · sw[n], from the last stage's copy of the scales (not yet released). The
+// epilogue then needs no scale vectors: it is the blockwise one (D = acc, + bias), and in
+// particular it has no column or row broadcast, whose global loads it would wait for in every tile.
+template <class Base, bool kPerRowScales = false>
 struct TwoPartialsBlockwiseMainloop : Base {
   using typename Base::ElementBlockScale;
   using typename Base::MainloopPipeline;
@@ -52,7 +56,9 @@ struct TwoPartialsBlockwiseMainloop : Base {
   // them, and that variant ran 3x slower than CUTLASS's mainloop; loading them just before each
   // promotion instead ran at 0.91-1.03x of its speed on the 128x128 tile (measured on the H200,
   // bit-identical results). Those granularity pairs keep CUTLASS's mainloop (BlockwiseGemm).
-  static_assert(Base::ScaleNsPerTile == 1, "one weight scale per tile");
+  static_assert(kPerRowScales ? Base::ScaleMsPerTile == cute::size<0>(TileShape{}) && Base::ScaleNsPerTile == cute::size<1>(TileShape{})
+                              : Base::ScaleNsPerTile == 1,
+                "one weight scale per tile (or, per-row, one scale per row and per column of the tile)");
   static_assert(Base::ScalePromotionInterval == 4,
                 "one promotion per 128-wide K tile: the scale group must equal the K tile (tile_k == 128)");
 
@@ -104,7 +110,7 @@ struct TwoPartialsBlockwiseMainloop : Base {
     // Reads stage `stage`'s scales into sfa as sx·sw (the product CUTLASS forms, so the same
     // rounding). Done before the stage's MMAs are issued, while the previous batch still runs.
     auto load_scales = [&](auto& sfa, int stage) {
-      if constexpr (!kUnitScales) {
+      if constexpr (!kPerRowScales) {
         copy(tCsSFA(_, _, _, make_coord(_0{}, stage)), sfa);
         copy(tCsSFB(_, _, _, make_coord(_0{}, stage)), sfb);
         const ElementBlockScale b = sfb(_0{});
@@ -130,7 +136,7 @@ struct TwoPartialsBlockwiseMainloop : Base {
       warpgroup_fence_operand(part);
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < size(accum); ++i) {
-        if constexpr (kUnitScales) accum(i) += part(i);
+        if constexpr (kPerRowScales) accum(i) += part(i);
         else accum(i) += part(i) * sfa(i);
       }
       warpgroup_fence_operand(accum);
@@ -179,6 +185,16 @@ struct TwoPartialsBlockwiseMainloop : Base {
     } else {
       warpgroup_wait<0>();
       promote(part0, sfa0);
+    }
+    if constexpr (kPerRowScales) {
+      // `stage` is the last K tile's: its scales are still ours (mma_tail releases it).
+      Tensor sx = make_tensor_like<ElementBlockScale>(tCsSFA(_, _, _, _0{}));  // one per accumulator row
+      Tensor sw = make_tensor_like<ElementBlockScale>(tCsSFB(_, _, _, _0{}));  // one per accumulator column
+      copy(tCsSFA(_, _, _, make_coord(_0{}, stage)), sx);
+      copy(tCsSFB(_, _, _, make_coord(_0{}, stage)), sw);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(accum); ++i) accum(i) = (accum(i) * sx(i)) * sw(i);
+      warpgroup_fence_operand(accum);
     }
     // The last stage is released by mma_tail (CUTLASS's), as in the base mainloop.
   }
