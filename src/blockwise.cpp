@@ -89,7 +89,9 @@ bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count)
 
 void run_blockwise_gemm(const BlockwiseGemmArgs& a, int config, cudaStream_t stream) {
   if (config == kSkinnyConfig) return run_blockwise_skinny(a, stream);
-  const bool bias = a.bias_f32 != nullptr || a.bias_out != nullptr;
+  const bool bias = a.bias_f32 != nullptr || a.bias_out != nullptr ||
+                    (a.gx == ScaleGranularity::kGroup1x128 && a.gw == ScaleGranularity::kGroup1x128 &&
+                     blockwise_group_pair_keeps_bias_nodes(config));
   switch (a.y_dtype) {
     case DType::kBF16: return bias ? run_blockwise_gemm_bf16_bias(a, config, stream) : run_blockwise_gemm_bf16(a, config, stream);
     case DType::kF16: return bias ? run_blockwise_gemm_f16_bias(a, config, stream) : run_blockwise_gemm_f16(a, config, stream);

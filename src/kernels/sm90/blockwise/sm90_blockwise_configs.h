@@ -169,6 +169,12 @@ inline TileOrder blockwise_tile_order(int64_t M, int64_t N) {
 // qsgemm::Error if the lookup fails.
 const float* blockwise_unit_scale(int device);
 
+// x_scale kGroup1x128 with w_scale kGroup1x128 (CUTLASS's mainloop) on `config` has only the kernel
+// with bias nodes, which calls without a bias run with null bias pointers: on the 128x128 tile the
+// kernel without them measured 0.85-0.86x the speed at K = 8192-16384 (1.02-1.06x at K = 1024;
+// bench/results/h200/ab_1d1d_bias_nodes.txt). The other kernels have a no-bias variant.
+constexpr bool blockwise_group_pair_keeps_bias_nodes(int config) { return config == 0; }
+
 // Runs configuration `config` (which must support a.gx, a.gw). Throws qsgemm::Error when CUTLASS
 // refuses the problem (can_implement, naming its status), would need a workspace, or the launch fails.
 void run_blockwise_gemm(const BlockwiseGemmArgs& a, int config, cudaStream_t stream);

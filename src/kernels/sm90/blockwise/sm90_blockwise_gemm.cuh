@@ -14,15 +14,29 @@
 //    the float32 accumulators as acc += sx·sw·tile (CUTLASS's GmmaFP8Accumulation): the scale is
 //    applied per group of 128 exactly like the reference, and no FP8 partial sum spans more than
 //    128 of K.
-//  * Per-row x per-row scales (per-token x per-channel): the same blockwise mainloop with one scale
-//    per tile that is always 1 (a device constant read with all strides 0), so every 128 of K is
-//    promoted exactly as above and the multiply by 1 is exact; the real scales are applied in the
-//    epilogue as a column broadcast (sx[m]) and a row broadcast (sw[n]). The plain FP8 mainloop
-//    (MainloopSm90TmaGmmaWarpSpecializedFP8 with mma_promotion_interval = 4) computes the same sums
-//    but measured slower on the H200 (M = 128-4096, five layers: 3 % geomean on the 128x128 tile,
-//    9 % on the 64-row ping-pong tile; bench/results/h200/tune_perrow_mainloop.txt); per-channel
-//    scales inside the blockwise mainloop (granularity 1 along N) cost a multiply per accumulator
+//  * Per-row x per-row scales (per-token x per-channel), tiles with the two-partials mainloop
+//    (sm90_blockwise_two_partials.cuh): the mainloop's scale tensors are sx [M] and sw [N] with
+//    granularity 1 and K stride 0; every 128 of K is promoted as acc += P (no multiply) and after
+//    the last K tile acc = (acc · sx[m]) · sw[n]. The epilogue is then the blockwise one. Against
+//    scales applied in the epilogue (a column and a row broadcast) this measured 0.84-0.98x the
+//    time at K <= 2048 and within the run-to-run spread at K = 4096-8192 (bench/results/h200/ab_perrow_mainloop_scales.txt; the
+//    64x128 ping-pong tile is 8-17 % slower with it at M >= 2048 with long K, where the heuristic
+//    does not take that tile, and even or faster at M <= 128 where it does).
+//  * Per-row scales on the 128x192 tile (CUTLASS's mainloop, whose registers leave no room for a
+//    second partial): one mainloop scale per tile that is always 1 (a device constant read with
+//    all strides 0), so every 128 of K is promoted as above and the multiply by 1 is exact; the
+//    real scales are applied in the epilogue as a column broadcast (sx[m]) and a row broadcast
+//    (sw[n]). The plain FP8 mainloop (MainloopSm90TmaGmmaWarpSpecializedFP8 with
+//    mma_promotion_interval = 4) computes the same sums but measured slower on the H200 (M =
+//    128-4096, five layers: 3 % geomean on the 128x128 tile, 9 % on the 64-row ping-pong tile;
+//    bench/results/h200/tune_perrow_mainloop.txt); per-channel scales inside the blockwise
+//    mainloop (granularity 1 along N) applied at every promotion cost a multiply per accumulator
 //    per promotion and measured slower still.
+//  * Epilogue: D = acc (+ bias). Calls without a bias run kernels without bias nodes (a row
+//    broadcast stages its vector in shared memory behind a barrier in every tile, even for a null
+//    pointer): 0.84-0.97x the time at K <= 2048 and 0.94-0.99x at K = 4096-8192 on the 128x128
+//    tiles (bench/results/h200/ab_nobias.txt); one kernel keeps them, see
+//    blockwise_group_pair_keeps_bias_nodes.
 //
 // Scale layouts. The mainloop describes a scale tensor as the CuTe layout
 //   ((granularity_mn, rest_mn), (128, k_groups), L)  with strides ((0, s_mn), (0, s_k), s_l)
@@ -89,9 +103,6 @@ struct BlockwiseGemm {
   // then the blockwise one); CUTLASS's mainloop (the 128x192 tile) runs with unit scales and the
   // epilogue applies them as a column and a row broadcast.
   static constexpr bool kPerRowEpilogue = kPerRow && !kTwoPartials;
-  // The bias nodes (null when there is no bias) stay in one kernel where dropping them measured
-  // slower: per-channel groups on both sides (CUTLASS's mainloop) on the 128x128 tile without a cluster.
-  static constexpr bool kBiasNodes = kBias || (kGranM == 1 && kGranN == 1 && kConfig == 0);
   static constexpr bool kCooperative = kCfg.schedule == BlockwiseSchedule::kCooperative;
   static_assert((kGranM == kPerRowScales) == (kGranN == kPerRowScales), "per-row scales are only paired with per-row scales");
   static_assert(kCfg.tile_k == 128, "the K tile must equal the scale group (128): scales are applied once per K tile");
@@ -149,7 +160,7 @@ struct BlockwiseGemm {
           Op<cutlass::multiplies, ElementD>,
           cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::multiplies, ElementCompute>, Acc, VecM<float>>, VecN<float>>,
       cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::epilogue::thread::Identity, ElementD>, Acc>>;
-  using Fusion = cute::conditional_t<kBiasNodes, BiasFusion, PlainFusion>;
+  using Fusion = cute::conditional_t<kBias, BiasFusion, PlainFusion>;
 
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
@@ -217,7 +228,7 @@ struct BlockwiseGemm {
     }
     typename Fusion::Arguments fusion{};
     const auto* bias_out = static_cast<const ElementD*>(a.bias_out);
-    if constexpr (kPerRowEpilogue && kBiasNodes) {
+    if constexpr (kPerRowEpilogue && kBias) {
       fusion = {
           {                                               // (acc · sx) · sw + bias_f32
               {{}, {a.x_scale, 1.0f, {}}, {}},            //   acc · sx[m]
@@ -231,7 +242,7 @@ struct BlockwiseGemm {
           {{}, {a.x_scale, 1.0f, {}}, {}},                // (acc · sx[m])
           {a.w_scale, 1.0f, {}},                          //   · sw[n]
           {}};
-    } else if constexpr (kBiasNodes) {
+    } else if constexpr (kBias) {
       fusion = {
           {{}, {a.bias_f32, 0.0f, {}}, {}},               // acc + bias_f32[n]
           {bias_out, ElementD(0), {}},                    // + bias_out[n]
@@ -284,9 +295,11 @@ void run_config(const BlockwiseGemmArgs& a, cudaStream_t stream) {
   if (a.gx == G::kPerRow && a.gw == G::kPerRow)
     return BlockwiseGemm<ElementD, kConfig, kPerRowScales, kPerRowScales, kBias>::run(a, stream);
   if constexpr (!kBlockwiseConfigs[kConfig].per_row_only) {
-    if (a.gx == G::kGroup1x128 && (w_block || a.gw == G::kGroup1x128))
-      return w_block ? BlockwiseGemm<ElementD, kConfig, 1, 128, kBias>::run(a, stream)
-                     : BlockwiseGemm<ElementD, kConfig, 1, 1, kBias>::run(a, stream);
+    if (a.gx == G::kGroup1x128 && w_block) return BlockwiseGemm<ElementD, kConfig, 1, 128, kBias>::run(a, stream);
+    // Without a bias, run_blockwise_gemm sends this pair on this configuration to the bias kernel
+    // (blockwise_group_pair_keeps_bias_nodes): a kernel must not be instantiated in two files.
+    if constexpr (kBias || !blockwise_group_pair_keeps_bias_nodes(kConfig))
+      if (a.gx == G::kGroup1x128 && a.gw == G::kGroup1x128) return BlockwiseGemm<ElementD, kConfig, 1, 1, kBias>::run(a, stream);
   }
   if constexpr (!kBlockwiseConfigs[kConfig].per_row_only && kBlockwiseConfigs[kConfig].tile_m % 128 == 0) {
     if (a.gx == G::kBlock128x128 && (w_block || a.gw == G::kGroup1x128))
