@@ -56,6 +56,14 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
   if (M <= 8 && K >= 1536) return kSkinnyConfig;
   if (M <= 16 && K >= 4096 && n_tiles <= sms / 2) return kSkinnyConfig;
   if (M <= kSkinnyMaxM && K >= 4096 && n_tiles <= sms / 6) return kSkinnyConfig;
+  // Short K (at most 4 K tiles): the epilogue is a large share of a tile's time, and the 64x128
+  // ping-pong tile runs one warp group's epilogue under the other's MMAs, where the cooperative
+  // tiles wait for theirs. Measured on 32768x512 with the kernels of 33b085e (qsgemm tune
+  // --interleave, bench/results/h200/tune_blockwise_k512.txt): per-row 4-13 % faster than the
+  // previous pick at M = 256-16384, 1x128.128x128 2-7 % up to M = 2048 and within 1.3 % above,
+  // 1x128.1x128 10-15 %. (At K = 1024 the 128x128 tile still won: ab_1d1d_bias_nodes.txt,
+  // ab_perrow_mainloop_scales.txt.)
+  if (K <= kBlockwiseShortK) return 1;
   const int64_t waves_128 = ceil_div(ceil_div(M, 128) * n_tiles, sms);
   const int64_t waves_64 = ceil_div(ceil_div(M, 64) * n_tiles, sms);
   // Time per SM in units of one 64-row tile: a 128-row tile is two; a 64-row tile also reloads its
@@ -272,7 +280,7 @@ bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity 
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                             int sm_count) {
   const int config = kernels::blockwise_choose_config(M, N, K, sm_count);
-  if (gx == ScaleGranularity::kPerRow && gw == ScaleGranularity::kPerRow &&
+  if (gx == ScaleGranularity::kPerRow && gw == ScaleGranularity::kPerRow && K > kernels::kBlockwiseShortK &&
       kernels::blockwise_per_row_wide_tile(M, N, config, sm_count))
     return kernels::kPerRowWideConfig;
   return kernels::blockwise_config_supports(config, gx, gw) ? config : 0;  // 0 serves every pair

@@ -460,6 +460,24 @@ TEST(BlockwiseHeuristic, MediumAndLargeM) {
   EXPECT_EQ(blockwise_choose_config(4099, 256, 7168, 132), 1);
 }
 
+// K <= 512 (four K tiles or fewer): the 64x128 ping-pong tile above the decode sizes, for every pair
+// it serves and instead of the per-row 128x192 tile; the 128-row scale blocks fall back to the
+// 128x128 tile (measured: bench/results/h200/tune_blockwise_k512.txt).
+TEST(BlockwiseHeuristic, ShortKUsesThePingPongTile) {
+  for (int64_t K : {16, 128, 400, 512})
+    for (int64_t M : {33, 256, 2048, 8192, 65536})
+      for (int64_t N : {2112, 7168, 32768}) {
+        EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 1) << M << "x" << N << "x" << K;
+        EXPECT_EQ(qsgemm::blockwise_choose_config(M, N, K, G::kPerRow, G::kPerRow, 132), 1) << M << "x" << N << "x" << K;
+        EXPECT_EQ(qsgemm::blockwise_choose_config(M, N, K, G::kGroup1x128, G::kGroup1x128, 132), 1);
+        EXPECT_EQ(qsgemm::blockwise_choose_config(M, N, K, G::kBlock128x128, G::kBlock128x128, 132), 0);
+      }
+  EXPECT_EQ(qsgemm::blockwise_choose_config(2048, 32768, 512, G::kPerRow, G::kPerRow, 132), 1)
+      << "the 128x192 tile took it before: 92.8 us against 83.6";
+  EXPECT_EQ(qsgemm::blockwise_choose_config(2048, 32768, 640, G::kPerRow, G::kPerRow, 132), 4) << "K > 512: the wave model";
+  EXPECT_EQ(blockwise_choose_config(4096, 8192, 1024, 132), 0);
+}
+
 // CUTLASS's tile order: swizzled bands along M from M = 2048 on weights of 4096 rows or more,
 // CUTLASS's default otherwise (measured: the 2112-row weight ran slower with it).
 TEST(BlockwiseHeuristic, TileOrder) {

@@ -404,8 +404,8 @@ TEST_F(BlockwiseGpu, EveryConfigForced) {
 // tiles along M and a partial last K group, through blockwise_linear's own choice.
 TEST_F(BlockwiseGpu, PerRowWideTileByHeuristic) {
   std::mt19937 rng(651);
-  for (const auto& [M, N, K, out] : {std::tuple<int64_t, int64_t, int64_t, DType>{1000, 2112, 400, DType::kBF16},
-                                     std::tuple<int64_t, int64_t, int64_t, DType>{4099, 2112, 256, DType::kF32}}) {
+  for (const auto& [M, N, K, out] : {std::tuple<int64_t, int64_t, int64_t, DType>{1000, 2112, 656, DType::kBF16},
+                                     std::tuple<int64_t, int64_t, int64_t, DType>{4099, 2112, 640, DType::kF32}}) {
     ASSERT_EQ(blockwise_choose_config(M, N, K, G::kPerRow, G::kPerRow, 132), 4) << M << "x" << N << "x" << K;
     Case c;
     c.M = M;

@@ -120,6 +120,9 @@ bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity
 // (blockwise_per_row_wide_tile) and falls back to configuration 0 where the choice does not support
 // the pair.
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count);
+// K up to which blockwise_choose_config takes the 64x128 ping-pong tile above the decode sizes
+// (and per-row scales keep it rather than the 128x192 tile).
+inline constexpr int64_t kBlockwiseShortK = 512;
 
 // Pure: whether per-row scales should take the 128x192 tile (kPerRowWideConfig) instead of
 // `config`, blockwise_choose_config's pick (0, 1 or 2; never the skinny kernel). A wave model fitted
