@@ -57,14 +57,18 @@ std::string blockwise_config_name(int index);
 // outside the table or a pair that blockwise_linear rejects.
 bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity gw);
 // The configuration blockwise_linear runs for this problem when options.config == -1: the pure
-// heuristic's pick (per_row x per_row may take the 128x192 tile where its waves come out fewer),
-// or configuration 0 where that pick cannot serve the scale granularities.
+// heuristic's pick (per_row x per_row may take the 128x192 tile where its waves come out fewer,
+// except at K <= 512, where every pair it serves takes the 64x128 ping-pong tile), or configuration
+// 0 where that pick cannot serve the scale granularities.
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                             int sm_count);
 
 //   x: e4m3 [M,K] row-major, ld % 16 == 0, 16-byte aligned.   w: e4m3 [N,K], same rules.
 //   x_scale, w_scale: float, device memory, 4-byte aligned, non-null when M > 0 (layouts above).
-//   bias: optional [N], fp32 or the output dtype, aligned to its element size.
+//   bias: optional [N], fp32 or the output dtype, aligned to its element size. Calls without a bias
+//      run kernels whose epilogue has no bias vectors; the bias kernels stage it in shared memory
+//      every tile (with null bias pointers they took up to 1.19x the time of the no-bias kernels at
+//      K <= 2048 on the H200, docs/performance.md).
 //   y: bf16, fp16 or fp32 [M,N], ld >= N, ld * element size % 16 == 0, 16-byte aligned. Only the
 //      [M,N] elements are written.
 // M, N, K < 2^31. M == 0 is a no-op. Stream-ordered: enqueues one kernel on `stream`, never

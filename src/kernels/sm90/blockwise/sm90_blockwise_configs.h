@@ -140,7 +140,8 @@ inline constexpr int64_t kBlockwiseShortK = 512;
 bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count);
 
 // Everything one launch needs (validated by src/blockwise.cpp). Scale layouts are those of
-// include/qsgemm/blockwise.h; per-row scales (gx == gw == kPerRow) are applied in the epilogue.
+// include/qsgemm/blockwise.h; per-row scales (gx == gw == kPerRow) are applied after the K loop
+// (two-partials tiles) or in the epilogue (the 128x192 tile).
 struct BlockwiseGemmArgs {
   int M = 0, N = 0, K = 0;
   const void* x = nullptr;  int64_t ldx = 0;  // e4m3 [M,K] row-major
@@ -168,7 +169,7 @@ inline TileOrder blockwise_tile_order(int64_t M, int64_t N) {
 }
 
 // The device address of a float that holds 1.0 on `device` (sm90_blockwise_unit_scale.cu): the
-// scale every tile of the per-row family's mainloop reads. Looked up once per device; throws
+// scale every tile of the per-row family's mainloop reads on the 128x192 tile. Looked up once per device; throws
 // qsgemm::Error if the lookup fails.
 const float* blockwise_unit_scale(int device);
 

@@ -19,8 +19,8 @@
 //    granularity 1 and K stride 0; every 128 of K is promoted as acc += P (no multiply) and after
 //    the last K tile acc = (acc · sx[m]) · sw[n]. The epilogue is then the blockwise one. Against
 //    scales applied in the epilogue (a column and a row broadcast) this measured 0.84-0.98x the
-//    time at K <= 2048 and within the run-to-run spread at K = 4096-8192 (bench/results/h200/ab_perrow_mainloop_scales.txt; the
-//    64x128 ping-pong tile is 8-17 % slower with it at M >= 2048 with long K, where the heuristic
+//    time at K <= 2048 and within the run-to-run spread at K = 4096-8192
+//    (bench/results/h200/ab_perrow_mainloop_scales.txt; the 64x128 ping-pong tile is 8-17 % slower with it at M >= 2048 with long K, where the heuristic
 //    does not take that tile, and even or faster at M <= 128 where it does).
 //  * Per-row scales on the 128x192 tile (CUTLASS's mainloop, whose registers leave no room for a
 //    second partial): one mainloop scale per tile that is always 1 (a device constant read with
@@ -91,9 +91,9 @@ using ScaleLayout = Layout<Shape<Shape<Int<kGranularity>, int32_t>, Shape<_128, 
 
 // ElementD: the output dtype. kGranM / kGranN: scale granularity along M (1 or 128) and N (1 or 128),
 // or both kPerRowScales. kBias: the epilogue reads a bias (bias_f32 or bias_out); without it the
-// epilogue has no bias vectors at all (see the epilogue comment). kTwoPartials: the mainloop of sm90_blockwise_two_partials.cuh instead of
-// CUTLASS's; by default where the configuration table asks for it and the weight scales are one
-// per tile (128x128 blocks, or per-row scales applied in the epilogue).
+// epilogue has no bias vectors at all (see the epilogue comment). kTwoPartials: the mainloop of
+// sm90_blockwise_two_partials.cuh instead of CUTLASS's; by default where the configuration table
+// asks for it and the weight scales are one per tile (128x128 blocks) or per-row.
 template <class ElementD, int kConfig, int kGranM, int kGranN, bool kBias,
           bool kTwoPartials = kBlockwiseConfigs[kConfig].two_partials && (kGranN == kPerRowScales || kGranN == 128)>
 struct BlockwiseGemm {

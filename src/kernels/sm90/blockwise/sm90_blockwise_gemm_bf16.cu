@@ -1,5 +1,5 @@
 // Blockwise FP8 GEMM kernels with bf16 output and no bias: every configuration x every
-// scale-granularity pair it supports (14 kernels, see sm90_blockwise_configs.h). One file per output
+// scale-granularity pair it supports (see sm90_blockwise_configs.h). One file per output
 // dtype and bias mode so that they compile in parallel.
 #include "kernels/sm90/blockwise/sm90_blockwise_gemm.cuh"
 

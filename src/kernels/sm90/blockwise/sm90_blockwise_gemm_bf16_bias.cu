@@ -1,5 +1,5 @@
 // Blockwise FP8 GEMM kernels with bf16 output and a bias (fp32 or bf16): every configuration x
-// every scale-granularity pair it supports (14 kernels, see sm90_blockwise_configs.h).
+// every scale-granularity pair it supports (see sm90_blockwise_configs.h).
 #include "kernels/sm90/blockwise/sm90_blockwise_gemm.cuh"
 
 namespace qsgemm::kernels {

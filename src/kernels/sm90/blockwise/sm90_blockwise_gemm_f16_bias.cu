@@ -1,5 +1,5 @@
-// Blockwise FP8 GEMM kernels with f16 output and a bias (fp32 or f16): every configuration x
-// every scale-granularity pair it supports (14 kernels, see sm90_blockwise_configs.h).
+// Blockwise FP8 GEMM kernels with fp16 output and a bias (fp32 or fp16): every configuration x
+// every scale-granularity pair it supports (see sm90_blockwise_configs.h).
 #include "kernels/sm90/blockwise/sm90_blockwise_gemm.cuh"
 
 namespace qsgemm::kernels {

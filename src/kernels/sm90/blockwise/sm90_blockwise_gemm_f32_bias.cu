@@ -1,5 +1,5 @@
-// Blockwise FP8 GEMM kernels with f32 output and an fp32 bias: every configuration x
-// every scale-granularity pair it supports (14 kernels, see sm90_blockwise_configs.h).
+// Blockwise FP8 GEMM kernels with fp32 output and an fp32 bias: every configuration x
+// every scale-granularity pair it supports (see sm90_blockwise_configs.h).
 #include "kernels/sm90/blockwise/sm90_blockwise_gemm.cuh"
 
 namespace qsgemm::kernels {

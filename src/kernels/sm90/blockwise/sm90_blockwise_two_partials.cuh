@@ -51,8 +51,9 @@ struct TwoPartialsBlockwiseMainloop : Base {
   using typename Base::TensorStorage;
   using typename Base::TileShape;
   using typename Base::TiledMma;
-  // Weight scales must be one per tile (128x128 blocks, or the unit scale of the per-row family):
-  // with one per output column (per-channel groups) each partial needs its own 32 registers of
+  // Weight scales must be one per tile (128x128 blocks; the per-row family's sw is applied once,
+  // after the K loop): with one per output column and K group (per-channel groups) each partial
+  // needs its own 32 registers of
   // them, and that variant ran 3x slower than CUTLASS's mainloop; loading them just before each
   // promotion instead ran at 0.91-1.03x of its speed on the 128x128 tile (measured on the H200,
   // bit-identical results). Those granularity pairs keep CUTLASS's mainloop (BlockwiseGemm).
