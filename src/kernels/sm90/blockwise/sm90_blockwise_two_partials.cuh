@@ -53,10 +53,9 @@ struct TwoPartialsBlockwiseMainloop : Base {
   using typename Base::TiledMma;
   // Weight scales must be one per tile (128x128 blocks; the per-row family's sw is applied once,
   // after the K loop): with one per output column and K group (per-channel groups) each partial
-  // needs its own 32 registers of
-  // them, and that variant ran 3x slower than CUTLASS's mainloop; loading them just before each
-  // promotion instead ran at 0.91-1.03x of its speed on the 128x128 tile (measured on the H200,
-  // bit-identical results). Those granularity pairs keep CUTLASS's mainloop (BlockwiseGemm).
+  // needs its own 32 registers of them, and that variant ran 3x slower than CUTLASS's mainloop;
+  // loading them just before each promotion instead ran at 0.91-1.03x of its speed on the 128x128
+  // tile (measured on the H200, bit-identical results). Those granularity pairs keep CUTLASS's mainloop (BlockwiseGemm).
   static_assert(kPerRowScales ? Base::ScaleMsPerTile == cute::size<0>(TileShape{}) && Base::ScaleNsPerTile == cute::size<1>(TileShape{})
                               : Base::ScaleNsPerTile == 1,
                 "one weight scale per tile (or, per-row, one scale per row and per column of the tile)");
@@ -188,7 +187,8 @@ struct TwoPartialsBlockwiseMainloop : Base {
       promote(part0, sfa0);
     }
     if constexpr (kPerRowScales) {
-      // `stage` is the last K tile's: its scales are still ours (mma_tail releases it).
+      // `stage` is the last K tile's: its scales are still ours (mma_tail releases it). The base's
+      // loader copies sx and sw into every stage (K stride 0); only this last copy is read.
       Tensor sx = make_tensor_like<ElementBlockScale>(tCsSFA(_, _, _, _0{}));  // one per accumulator row
       Tensor sw = make_tensor_like<ElementBlockScale>(tCsSFB(_, _, _, _0{}));  // one per accumulator column
       copy(tCsSFA(_, _, _, make_coord(_0{}, stage)), sx);
