@@ -367,7 +367,11 @@ TEST_F(BlockwiseGpu, EveryConfigForced) {
       for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 136, 256},
                                     std::tuple<int64_t, int64_t, int64_t>{129, 264, 400},
                                     std::tuple<int64_t, int64_t, int64_t>{1000, 520, 1024},
-                                    std::tuple<int64_t, int64_t, int64_t>{32, 1032, 3200}}) {
+                                    std::tuple<int64_t, int64_t, int64_t>{32, 1032, 3200},
+                                    // From 32 K tiles the cooperative tiles run the interleaved K
+                                    // loop: an odd count with a partial last group, and an even one.
+                                    std::tuple<int64_t, int64_t, int64_t>{257, 264, 4200},
+                                    std::tuple<int64_t, int64_t, int64_t>{130, 136, 4352}}) {
         if (config == 3 && M > 32) continue;  // the skinny kernel serves M <= 32 (validation test)
         Case c;
         c.M = M;
@@ -376,7 +380,7 @@ TEST_F(BlockwiseGpu, EveryConfigForced) {
         c.gx = gx;
         c.gw = gw;
         c.config = config;
-        c.bias = static_cast<BiasKind>(shape++ % 3);  // none, fp32, output dtype, none
+        c.bias = static_cast<BiasKind>(shape++ % 3);  // none, fp32, output dtype, none, fp32, output dtype
         if (!blockwise_config_supports(config, gx, gw)) {
           // The 64-row tile cannot hold whole 128-row x-scale blocks, the 128x192 tile whole
           // 128-row weight blocks (it serves per-row scales only): rejected, not mis-computed.

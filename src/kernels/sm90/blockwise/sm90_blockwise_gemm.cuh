@@ -181,7 +181,7 @@ struct BlockwiseGemm {
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
       MainloopSchedule>::CollectiveOp;
   using CollectiveMainloop =
-      cute::conditional_t<kTwoPartials, TwoPartialsBlockwiseMainloop<CutlassMainloop, kPerRow>, CutlassMainloop>;
+      cute::conditional_t<kTwoPartials, TwoPartialsBlockwiseMainloop<CutlassMainloop, kPerRow, kCooperative>, CutlassMainloop>;
 
   // Default tile scheduler (persistent, no workspace).
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop, CollectiveEpilogue>;

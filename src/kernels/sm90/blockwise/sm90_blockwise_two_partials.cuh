@@ -18,6 +18,20 @@
 // ping-pong tiles that is 3 x 64 = 192 float registers per thread, which fits the 240 a consumer
 // warp group gets; 128x192 (3 x 96) does not, so the wide per-row tile keeps CUTLASS's mainloop.
 //
+// kInterleave (the cooperative tiles, from kInterleaveMinKTiles K tiles): each K tile's first MMA
+// is committed alone and waited past (wait_group 1 then means "the previous tile is done"), and
+// the previous tile's promotion is split into one chunk after each of this tile's MMAs, instead
+// of all four MMAs first and the whole promotion after. Nsight Compute on 4096x8192x8192
+// (bench/results/h200/ncu_promotion.txt): the 1x128 x 128x128 kernel spent 32 % of its warp
+// samples on the promotion FFMAs (dispatch stalls; the per-row kernel's FADDs 25 %) and 22 % on
+// the first MMA of a batch, waiting for room in the tensor pipe, with the pipe 81.5 % busy (87.2 %
+// per-row); a warp group that would wait there now promotes meanwhile. Same operations in the same
+// order on the same registers, so the same output bits. Same-run A/B against the plain order
+// (bench/results/h200/ab_interleave.txt): 1x128 x 128x128 on the 128x128 tile 0.97-0.98x the
+// time at K = 7168-16384, 1.01-1.05x at K = 512-1536 (hence the threshold; at K = 4096 even);
+// per-row 0.97-0.99x at long K and even at short K; the ping-pong tile, whose warp groups take
+// turns on the tensor pipe, lost with it at small M (1.05-1.08x per-row), so it keeps the plain order.
+//
 // Everything except mma() is CUTLASS's collective (TMA loads, scale loads, shared storage,
 // pipeline, mma_tail): this type derives from it and replaces mma() only. Stage release follows
 // the base's contract: mma() releases every stage but the last, which mma_tail() releases.
@@ -38,7 +52,10 @@ namespace qsgemm::kernels::sm90_blockwise {
 // acc = (acc · sx[m]) · sw[n], from the last stage's copy of the scales (not yet released). The
 // epilogue then needs no scale vectors: it is the blockwise one (D = acc, + bias), and in
 // particular it has no column or row broadcast, whose global loads it would wait for in every tile.
-template <class Base, bool kPerRowScales = false>
+// K tiles from which the cooperative tiles run the interleaved K loop (K >= 4096).
+inline constexpr int kInterleaveMinKTiles = 32;
+
+template <class Base, bool kPerRowScales = false, bool kInterleave = false>
 struct TwoPartialsBlockwiseMainloop : Base {
   using typename Base::ElementBlockScale;
   using typename Base::MainloopPipeline;
@@ -153,38 +170,77 @@ struct TwoPartialsBlockwiseMainloop : Base {
     cursor.advance();
     --k_tile_count;
 
-    // Two K tiles per trip, so that P0 and P1 stay distinct registers (no dynamic indexing).
-    // At the top, P0's batch is in flight and its scales are in sfa0.
-    CUTLASS_PRAGMA_NO_UNROLL
-    for (; k_tile_count >= 2; k_tile_count -= 2) {
-      stage = cursor.wait();
-      load_scales(sfa1, stage);
-      issue(part1, stage);
-      cursor.advance();
-      warpgroup_wait<1>();  // P0's batch is done (P1's may still run)
+    // Issues K tile `stage` into `next` while promoting `prev` (the previous K tile's partials,
+    // whose batch is the only other one in flight): the first MMA of the tile is committed alone so
+    // that waiting for `prev` (wait_group 1) lets the tile's later MMAs stay unissued, and prev's
+    // promotion is split into one chunk after each of the tile's MMAs. A warp group whose MMA would
+    // wait for room in the tensor pipe promotes meanwhile instead of stalling on the issue.
+    auto issue_promoting = [&](auto& next, auto& sfa_next, auto& prev, auto& sfa_prev, int stage) {
+      constexpr int kBlocks = decltype(size<2>(tCrA))::value;
+      constexpr int kN = decltype(size(accum))::value;
+      static_assert(kN % kBlocks == 0, "promotion chunks");
+      constexpr int kChunk = kN / kBlocks;
+      tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
+      warpgroup_fence_operand(next);
+      warpgroup_arrive();
+      cute::gemm(tiled_mma, tCrA(_, _, 0, stage), tCrB(_, _, 0, stage), next);
+      tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+      warpgroup_commit_batch();
+      warpgroup_wait<1>();  // prev's batch is done (next's first MMA may still run)
       cursor.release_one();
-      promote(part0, sfa0);
+      warpgroup_fence_operand(prev);
+      CUTLASS_PRAGMA_UNROLL
+      for (int k_block = 1; k_block <= kBlocks; ++k_block) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = (k_block - 1) * kChunk; i < k_block * kChunk; ++i) {
+          if constexpr (kPerRowScales) accum(i) += prev(i);
+          else accum(i) += prev(i) * sfa_prev(i);
+        }
+        warpgroup_fence_operand(accum);
+        if (k_block < kBlocks) cute::gemm(tiled_mma, tCrA(_, _, k_block, stage), tCrB(_, _, k_block, stage), next);
+      }
+      warpgroup_commit_batch();
+      warpgroup_fence_operand(next);
+      load_scales(sfa_next, stage);
+    };
 
+    // One K tile: wait for its stage, issue it into `next` and promote `prev`, either in that order
+    // (plain) or interleaved (issue_promoting).
+    auto step = [&](auto interleaved, auto& next, auto& sfa_next, auto& prev, auto& sfa_prev) {
       stage = cursor.wait();
-      load_scales(sfa0, stage);
-      issue(part0, stage);
+      if constexpr (decltype(interleaved)::value) {
+        issue_promoting(next, sfa_next, prev, sfa_prev, stage);
+      } else {
+        load_scales(sfa_next, stage);
+        issue(next, stage);
+        warpgroup_wait<1>();  // prev's batch is done (next's may still run)
+        cursor.release_one();
+        promote(prev, sfa_prev);
+      }
       cursor.advance();
-      warpgroup_wait<1>();  // P1's batch is done
-      cursor.release_one();
-      promote(part1, sfa1);
-    }
-    if (k_tile_count == 1) {
-      stage = cursor.wait();
-      load_scales(sfa1, stage);
-      issue(part1, stage);
-      warpgroup_wait<1>();
-      cursor.release_one();
-      promote(part0, sfa0);
-      warpgroup_wait<0>();
-      promote(part1, sfa1);
+    };
+    // The K loop, two K tiles per trip so that P0 and P1 stay distinct registers (no dynamic
+    // indexing). At the top, P0's batch is in flight and its scales are in sfa0.
+    auto k_loop = [&](auto interleaved) {
+      CUTLASS_PRAGMA_NO_UNROLL
+      for (; k_tile_count >= 2; k_tile_count -= 2) {
+        step(interleaved, part1, sfa1, part0, sfa0);
+        step(interleaved, part0, sfa0, part1, sfa1);
+      }
+      if (k_tile_count == 1) {
+        step(interleaved, part1, sfa1, part0, sfa0);
+        warpgroup_wait<0>();
+        promote(part1, sfa1);
+      } else {
+        warpgroup_wait<0>();
+        promote(part0, sfa0);
+      }
+    };
+    if constexpr (kInterleave) {
+      if (k_tile_count + 1 >= kInterleaveMinKTiles) k_loop(cute::true_type{});
+      else k_loop(cute::false_type{});
     } else {
-      warpgroup_wait<0>();
-      promote(part0, sfa0);
+      k_loop(cute::false_type{});
     }
     if constexpr (kPerRowScales) {
       // `stage` is the last K tile's: its scales are still ours (mma_tail releases it). The base's
