@@ -180,6 +180,8 @@ struct BlockwiseGemm {
       kAlignmentAB, ElementAccumulator, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
       MainloopSchedule>::CollectiveOp;
+  // The cooperative tiles interleave the promotion with the next K tile's MMAs from K = 4096; the
+  // ping-pong tile, whose warp groups take turns on the tensor pipe, keeps the plain order.
   using CollectiveMainloop =
       cute::conditional_t<kTwoPartials, TwoPartialsBlockwiseMainloop<CutlassMainloop, kPerRow, kCooperative>, CutlassMainloop>;
 

@@ -44,6 +44,9 @@
 
 namespace qsgemm::kernels::sm90_blockwise {
 
+// K tiles from which the cooperative tiles run the interleaved K loop (K >= 4096).
+inline constexpr int kInterleaveMinKTiles = 32;
+
 // kPerRowScales: the per-token x per-channel family. Its scale tensors are sx [M] and sw [N]
 // themselves, read by the base's scale loader with granularity 1 along M and N and a K stride of 0
 // (so every stage holds the tile's sx and sw). Each K tile is promoted as acc += P (no scale; what
@@ -52,9 +55,7 @@ namespace qsgemm::kernels::sm90_blockwise {
 // acc = (acc · sx[m]) · sw[n], from the last stage's copy of the scales (not yet released). The
 // epilogue then needs no scale vectors: it is the blockwise one (D = acc, + bias), and in
 // particular it has no column or row broadcast, whose global loads it would wait for in every tile.
-// K tiles from which the cooperative tiles run the interleaved K loop (K >= 4096).
-inline constexpr int kInterleaveMinKTiles = 32;
-
+// kInterleave: the interleaved K loop from kInterleaveMinKTiles K tiles (the file comment above).
 template <class Base, bool kPerRowScales = false, bool kInterleave = false>
 struct TwoPartialsBlockwiseMainloop : Base {
   using typename Base::ElementBlockScale;
