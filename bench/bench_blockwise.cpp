@@ -6,6 +6,7 @@
 //   rowwise         x per token,       w per channel vs cublaslt_fp8_rowwise
 //   with --all-combos also blockwise_1d1d, blockwise_2d1d, blockwise_2d2d (no vendor baseline).
 // Operands are random e4m3 with random positive scales of the family's granularity; y is bf16, no bias.
+// qsgemm is given a split-K workspace of blockwise_linear_workspace_bytes (the heuristic's split).
 // qsgemm and the row's baselines are timed in two interleaved rounds, forward then reverse
 // (PointTimer). When blockwise_linear fails, the row keeps qsgemm_us null with the library's
 // message in notes, and the baselines are still timed.
@@ -206,8 +207,19 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
       row.layer = layer.name;
       row.M = M, row.N = N, row.K = K;
       row.bytes_moved = N * K + M * K + 2 * M * N + scales.x_bytes(c.gx, M) + scales.w_bytes(c.gw);
+      // qsgemm runs with a workspace (allocated here, outside the timing), so the heuristic may split K;
+      // the config name then carries "_splitkS".
+      DeviceBuffer workspace;
+      BlockwiseOptions options;
       guarded(row, "blockwise_choose_config", [&] {
         row.config = blockwise_config_name(blockwise_choose_config(M, N, K, c.gx, c.gw, env.report.sms));
+        const int split = blockwise_choose_split_k(M, N, K, c.gx, c.gw, options, env.report.sms);
+        options.workspace_bytes = blockwise_linear_workspace_bytes(M, N, K, c.gx, c.gw, options, env.report.sms);
+        if (options.workspace_bytes > 0) {
+          workspace = DeviceBuffer(options.workspace_bytes);
+          options.workspace = workspace.get();
+          row.config += "_splitk" + std::to_string(split);
+        }
       });
 
       PointTimer point;
@@ -215,7 +227,7 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
       const MatrixView yv(y.get(), DType::kBF16, M, N);
       const ScaleView sx = scales.x_view(c.gx, M), sw = scales.w_view(c.gw);
       auto linear = [&](cudaStream_t st) {
-        blockwise_linear(xv, sx, wv, sw, VectorView{}, yv, BlockwiseOptions{}, st);
+        blockwise_linear(xv, sx, wv, sw, VectorView{}, yv, options, st);
       };
       if (!env.kernels_ok)
         row.add_note("qsgemm: its kernels need an sm_90 GPU");

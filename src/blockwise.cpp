@@ -95,6 +95,27 @@ bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count)
   return 30 * waves_192 < picked;
 }
 
+// Split-K on the CUTLASS tiles: the heuristic picks one configuration per problem by its waves; on
+// a narrow weight at small M that leaves most SMs idle (N = 4096 is 32 tiles of 64x128 for up to 64
+// tokens, 2112 is 17), each busy SM streaming its W tile alone. Cutting K into S slices runs
+// tiles x S CTAs (S batches of the same kernel into a float32 workspace) and a second kernel adds
+// the slices. Rule: the largest S with tiles x S <= SMs (one wave), S dividing the 128-wide groups
+// and at least kSplitKMinGroups groups per slice (the pipeline's fill and the epilogue are paid
+// per slice).
+int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, int sm_count) {
+  constexpr int64_t kSplitKMinGroups = 4;
+  if (config < 0 || config >= kBlockwiseNumConfigs || config == kSkinnyConfig) return 1;
+  if (M <= 0 || N <= 0 || K <= 0 || K % kScaleGroupK != 0) return 1;
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  const BlockwiseConfig& c = kBlockwiseConfigs[config];
+  const int64_t tiles = ceil_div(M, c.tile_m) * ceil_div(N, c.tile_n);
+  const int64_t kb = K / kScaleGroupK;
+  int best = 1;
+  for (int s = 2; s <= kBlockwiseMaxSplitK; ++s)
+    if (kb % s == 0 && kb / s >= kSplitKMinGroups && tiles * s <= sms) best = s;
+  return best;
+}
+
 void run_blockwise_gemm(const BlockwiseGemmArgs& a, int config, cudaStream_t stream) {
   if (config == kSkinnyConfig) return run_blockwise_skinny(a, stream);
   const bool bias = a.bias_f32 != nullptr || a.bias_out != nullptr ||
@@ -114,6 +135,11 @@ void run_blockwise_gemm(const BlockwiseGemmArgs& a, int config, cudaStream_t str
 namespace {
 
 constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();  // CUTLASS's problem shape is int
+
+// Bytes of the split-K workspace: S float32 slices of [M][N].
+size_t blockwise_splitk_bytes(int64_t M, int64_t N, int S) {
+  return static_cast<size_t>(S) * static_cast<size_t>(M) * static_cast<size_t>(N) * sizeof(float);
+}
 
 const char* accepted_x_granularities() { return "group_1x128, block_128x128 or per_row"; }
 const char* accepted_w_granularities() { return "block_128x128, group_1x128 or per_row"; }
@@ -226,6 +252,30 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
                                K, " has ", k_groups));
   }
 
+  // ---- split-K -----------------------------------------------------------------------------------
+  const int sk = options.split_k;
+  if (sk < 0 || sk > kernels::kBlockwiseMaxSplitK)
+    detail::fail(fn, Status::kInvalidArgument, "options.split_k",
+                 detail::cat("split_k=", sk, " must be 0 (chosen by the library), 1 (no split) or 2..",
+                             kernels::kBlockwiseMaxSplitK));
+  if (sk >= 2) {
+    if (K % (int64_t{kScaleGroupK} * sk) != 0)
+      detail::fail(fn, Status::kInvalidArgument, "options.split_k",
+                   detail::cat("split_k=", sk, " needs K to be a multiple of 128 x ", sk, " = ", kScaleGroupK * sk,
+                               " (whole 128-wide groups per slice): K=", K));
+    if (options.config == kernels::kSkinnyConfig)
+      detail::fail(fn, Status::kInvalidArgument, "options.split_k",
+                   detail::cat("split_k=", sk, " applies to the CUTLASS configurations, not config ", options.config,
+                               " (", kernels::kBlockwiseConfigs[options.config].name(), ")"));
+    const size_t need = blockwise_splitk_bytes(M, N, sk);
+    if (options.workspace == nullptr || options.workspace_bytes < need)
+      detail::fail(fn, Status::kInvalidArgument, "options.workspace",
+                   detail::cat("split_k=", sk, " needs a workspace of ", need, " bytes (", sk, " x M=", M, " x N=", N,
+                               " x 4); got ", options.workspace == nullptr ? "none" : "workspace_bytes=",
+                               options.workspace == nullptr ? std::string() : std::to_string(options.workspace_bytes)));
+  }
+  if (options.workspace != nullptr) detail::check_ptr(fn, "options.workspace", options.workspace, 16);
+
   if (M == 0) return;
   detail::check_ptr(fn, "x_scale", x_scale.data, 4);
   detail::check_ptr(fn, "w_scale", w_scale.data, 4);
@@ -261,7 +311,30 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   const kernels::TileOrder order = kernels::blockwise_tile_order(M, N);
   a.swizzle = order.swizzle;
   a.raster = order.raster;
-  kernels::run_blockwise_gemm(a, config, stream);
+  int splits = 1;
+  if (config == kernels::kSkinnyConfig) {
+    if (sk >= 2)
+      detail::fail(fn, Status::kInvalidArgument, "options.split_k",
+                   detail::cat("split_k=", sk, " applies to the CUTLASS configurations; for M=", M,
+                               " the heuristic chose config ", config, " (", kernels::kBlockwiseConfigs[config].name(),
+                               "): force a configuration with options.config"));
+  } else if (sk >= 2) {
+    splits = sk;
+  } else if (sk == 0 && options.workspace != nullptr) {
+    const int s = kernels::blockwise_split_k(M, N, K, config, dev.sm_count);
+    if (s > 1 && options.workspace_bytes >= blockwise_splitk_bytes(M, N, s)) splits = s;
+  }
+  if (splits == 1) return kernels::run_blockwise_gemm(a, config, stream);
+  // The GEMM writes S unbiased float32 slices into the workspace; the reduction writes y.
+  kernels::BlockwiseGemmArgs g = a;
+  g.splits = splits;
+  g.y = options.workspace;
+  g.y_dtype = DType::kF32;
+  g.ldy = N;
+  g.bias_f32 = nullptr;
+  g.bias_out = nullptr;
+  kernels::run_blockwise_gemm(g, config, stream);
+  kernels::run_blockwise_splitk_reduce(a, static_cast<const float*>(options.workspace), splits, stream);
 }
 
 int blockwise_num_configs() { return kernels::kBlockwiseNumConfigs; }
@@ -284,6 +357,32 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
       kernels::blockwise_per_row_wide_tile(M, N, config, sm_count))
     return kernels::kPerRowWideConfig;
   return kernels::blockwise_config_supports(config, gx, gw) ? config : 0;  // 0 serves every pair
+}
+
+int blockwise_choose_split_k(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
+                             const BlockwiseOptions& options, int sm_count) {
+  const int config = options.config >= 0 ? options.config : blockwise_choose_config(M, N, K, gx, gw, sm_count);
+  if (config == kernels::kSkinnyConfig) return 1;
+  if (options.split_k >= 1) return options.split_k;
+  return kernels::blockwise_split_k(M, N, K, config, sm_count);
+}
+
+size_t blockwise_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
+                                        const BlockwiseOptions& options, int sm_count) {
+  const char* fn = "blockwise_linear_workspace_bytes";
+  if (M < 0 || N <= 0 || K <= 0 || M > kMaxExtent || N > kMaxExtent || K > kMaxExtent)
+    detail::fail(fn, Status::kInvalidArgument, "M", detail::cat("shape M=", M, " N=", N, " K=", K, " is not a problem"));
+  if (options.config < -1 || options.config >= kernels::kBlockwiseNumConfigs)
+    detail::fail(fn, Status::kInvalidArgument, "options.config",
+                 detail::cat("config ", options.config, " is outside [-1, ", kernels::kBlockwiseNumConfigs, ")"));
+  if (options.split_k < 0 || options.split_k > kernels::kBlockwiseMaxSplitK)
+    detail::fail(fn, Status::kInvalidArgument, "options.split_k",
+                 detail::cat("split_k=", options.split_k, " must be 0 (chosen by the library), 1 (no split) or 2..",
+                             kernels::kBlockwiseMaxSplitK));
+  if (M == 0) return 0;
+  if (sm_count <= 0) sm_count = device_info(-1).sm_count;
+  const int s = blockwise_choose_split_k(M, N, K, gx, gw, options, sm_count);
+  return s > 1 ? blockwise_splitk_bytes(M, N, s) : 0;
 }
 
 }  // namespace qsgemm

@@ -145,18 +145,68 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   }
   SweepOptions so;
   if (!parse_sweep_options(argc, argv, clusters ? 4 : blockwise_num_configs(), &so)) return 2;
+  // --split-k LIST: each CUTLASS configuration (those of --configs, or all that serve the pair) with
+  // each forced split (BlockwiseOptions::split_k; 1 = none), given a workspace.
+  struct Item {
+    int config, split;
+  };
+  std::vector<Item> items;
+  const bool splitting = arg_value(argc, argv, "--split-k", &v);
+  if (splitting) {
+    std::vector<int> splits;
+    size_t pos = 0;
+    while (pos <= v.size()) {
+      const size_t end = std::min(v.find(',', pos), v.size());
+      const std::string item = v.substr(pos, end - pos);
+      char* rest = nullptr;
+      const long s = std::strtol(item.c_str(), &rest, 10);
+      if (item.empty() || *rest != '\0' || s < 1 || s > 16) {
+        std::fprintf(stderr, "qsgemm tune: --split-k item '%s' is not a split in [1, 16]\n", item.c_str());
+        return 2;
+      }
+      splits.push_back(static_cast<int>(s));
+      pos = end + 1;
+    }
+    std::vector<int> configs = so.only;
+    if (configs.empty())
+      for (int i = 0; i < blockwise_num_configs(); ++i) configs.push_back(i);
+    for (int c : configs)
+      if (c != skinny && blockwise_config_supports(c, gx, gw))
+        for (int s : splits) items.push_back({c, s});
+    so.only.clear();
+  } else {
+    for (int i = 0; i < (clusters ? 4 : blockwise_num_configs()); ++i) items.push_back({clusters ? skinny : i, 0});
+  }
+  size_t ws_bytes = 0;
+  for (const Item& it : items)
+    if (it.split > 1) ws_bytes = std::max(ws_bytes, static_cast<size_t>(it.split * M * N * 4));
+  DeviceBuffer ws(std::max<size_t>(ws_bytes, 16));
+  int chosen_item = -1;
+  if (!clusters)
+    for (size_t j = 0; j < items.size(); ++j)
+      if (items[j].config == chosen &&
+          (!splitting || items[j].split == blockwise_choose_split_k(M, N, K, gx, gw, BlockwiseOptions{}, sm_count)))
+        chosen_item = static_cast<int>(j);
   std::string json;
   arg_value(argc, argv, "--json", &json);
   FILE* jf = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
   const int rc = sweep(
-      "blockwise", M, N, K, clusters ? 4 : blockwise_num_configs(), clusters ? -1 : chosen,
+      "blockwise", M, N, K, static_cast<int>(items.size()), chosen_item,
       [&](int i) {
-        return clusters ? blockwise_config_name(skinny) + "_c" + std::to_string(kClusters[i]) : blockwise_config_name(i);
+        if (clusters) return blockwise_config_name(skinny) + "_c" + std::to_string(kClusters[i]);
+        const Item& it = items[static_cast<size_t>(i)];
+        return blockwise_config_name(it.config) + (splitting ? "_splitk" + std::to_string(it.split) : std::string());
       },
       [&](int i, cudaStream_t st) {
+        const Item& it = items[static_cast<size_t>(i)];
         BlockwiseOptions opt;
-        opt.config = clusters ? skinny : i;
+        opt.config = it.config;
         if (clusters) opt.skinny_cluster = kClusters[i];
+        if (splitting) {
+          opt.split_k = it.split;
+          opt.workspace = ws.get();
+          opt.workspace_bytes = ws_bytes;
+        }
         blockwise_linear(MatrixView(x.get(), DType::kE4M3, M, K), ScaleView{sx.as<float>(), gx, M},
                          MatrixView(w.get(), DType::kE4M3, N, K), ScaleView{sw.as<float>(), gw, 0}, {},
                          MatrixView(y.get(), DType::kBF16, M, N), opt, st);
@@ -175,12 +225,15 @@ int run_tune(int argc, char** argv) {
         "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE] [--configs I,J,...] [--interleave]\n"
         "       qsgemm tune blockwise --m M --n N --k K [--json FILE] [--gx group_1x128|block_128x128|per_row]\n"
         "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n"
+        "                             [--split-k S1,S2,...]\n"
         "                             [--configs I,J,...] [--interleave]\n\n"
         "Times every sparse24 kernel configuration on Y[M,N] = X[M,K]·W[N,K]ᵀ (bf16 output, per-token and\n"
         "per-channel scales; L2 flushed, median time) and prints each with the winner and the heuristic's\n"
         "pick. --json appends one JSON line per configuration to FILE. 'tune blockwise' does the same for the\n"
         "blockwise table with the given scale granularities (default 1x128 activations, 128x128 weights);\n"
         "--skinny-clusters times the skinny decode kernel with K split over clusters of 1, 2, 4 and 8 CTAs.\n"
+        "--split-k times each CUTLASS configuration (of --configs, or all) with each listed split-K factor\n"
+        "(1 = no split), given a workspace; the heuristic's line is its configuration with its split.\n"
         "--configs times only the listed configuration indices (with --skinny-clusters: cluster indices\n"
         "0-3). --interleave times them in two rounds, forward then reverse order, and reports the mean of\n"
         "the two medians (what the benchmark does; a kernel timed right after a long one can run slower).\n");

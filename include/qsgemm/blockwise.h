@@ -46,6 +46,23 @@ struct BlockwiseOptions {
   // --skinny-clusters`). A nonzero value requires config == the skinny index and at least one
   // 128-wide K group per warp (C x min(4, ceil(K/128)) <= ceil(K/128)); otherwise kInvalidArgument.
   int skinny_cluster = 0;
+  // Split-K for the CUTLASS tiles (not the skinny kernel): K is cut into split_k equal slices
+  // (slices of whole 128-wide groups), each slice's partial products go to a float32 slice of the
+  // workspace ([split_k][M][N], row-major), and a second kernel on `stream` adds the slices in
+  // slice order, adds the bias and writes y. It fills the SMs that a narrow weight leaves idle at
+  // small M (N = 4096 gives 32 tiles of 64x128 on 132 SMs). Deterministic; not bit-identical to the
+  // unsplit kernel (the float32 sums are grouped differently), same error bounds.
+  //   0 (default): the library chooses (blockwise_split_k), and only when a workspace of
+  //     blockwise_linear_workspace_bytes() bytes is given; otherwise no split.
+  //   1: never split.   2..16: forced (for tuning: `qsgemm tune blockwise --split-k`); requires
+  //     K % (128 * split_k) == 0, a CUTLASS configuration (not the skinny kernel, whether forced or
+  //     chosen) and the workspace; otherwise kInvalidArgument.
+  int split_k = 0;
+  // Optional device workspace for split-K: at least blockwise_linear_workspace_bytes(...) bytes,
+  // 16-byte aligned. Not zeroed by the caller; the call writes it before it reads it. Do not share
+  // one workspace between calls that may run concurrently.
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
 };
 
 // ---- configurations (one table, src/kernels/sm90/blockwise/sm90_blockwise_configs.h) -----------
@@ -63,6 +80,18 @@ bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity 
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                             int sm_count);
 
+// The split-K factor blockwise_linear uses when options.split_k == 0 and a workspace is given: 1
+// (no split) or the number of K slices, for the configuration it runs (options.config, or the
+// heuristic's pick). Pure; see blockwise_split_k in the configuration header for the rule.
+int blockwise_choose_split_k(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
+                             const BlockwiseOptions& options, int sm_count);
+// Bytes of workspace blockwise_linear needs for the split it would run with `options` (the chosen
+// split when options.split_k == 0, the forced one otherwise): split_k * M * N * 4, or 0 without a
+// split. Host arithmetic only (sm_count 0: the current device's). kInvalidArgument for a bad
+// shape, config index or split_k.
+size_t blockwise_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
+                                        const BlockwiseOptions& options, int sm_count = 0);
+
 //   x: e4m3 [M,K] row-major, ld % 16 == 0, 16-byte aligned.   w: e4m3 [N,K], same rules.
 //   x_scale, w_scale: float, device memory, 4-byte aligned, non-null when M > 0 (layouts above).
 //   bias: optional [N], fp32 or the output dtype, aligned to its element size. Calls without a bias
@@ -71,8 +100,9 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
 //      K <= 2048 on the H200, docs/performance.md).
 //   y: bf16, fp16 or fp32 [M,N], ld >= N, ld * element size % 16 == 0, 16-byte aligned. Only the
 //      [M,N] elements are written.
-// M, N, K < 2^31. M == 0 is a no-op. Stream-ordered: enqueues one kernel on `stream`, never
-// synchronizes, never allocates. Bad input throws qsgemm::Error before any GPU work.
+// M, N, K < 2^31. M == 0 is a no-op. Stream-ordered: enqueues one kernel on `stream` (two with
+// split-K: the GEMM into the workspace, then the reduction, launched with programmatic dependent
+// launch), never synchronizes, never allocates. Bad input throws qsgemm::Error before any GPU work.
 void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const MatrixView& w, const ScaleView& w_scale,
                       const VectorView& bias, const MatrixView& y, const BlockwiseOptions& options,
                       cudaStream_t stream);

@@ -233,6 +233,53 @@ TEST(BlockwiseValidation, SkinnyCluster) {
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "skinny_cluster=2 x 2 warps", "options.skinny_cluster");
 }
 
+// Split-K: 0 (library), 1 (none) or a forced 2..16 that needs whole groups per slice, a CUTLASS
+// configuration and a large enough, aligned workspace. All checked before the GPU.
+TEST(BlockwiseValidation, SplitK) {
+  Case c;  // M = 16, N = 256, K = 512
+  c.opt.split_k = -1;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "split_k=-1 must be 0 (chosen by the library), 1 (no split) or 2..16", "options.split_k");
+  c.opt.split_k = 17;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "split_k=17 must be", "options.split_k");
+  c.opt.split_k = 3;  // 512 = 4 groups
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "split_k=3 needs K to be a multiple of 128 x 3 = 384 (whole 128-wide groups per slice): K=512",
+               "options.split_k");
+  c.opt.split_k = 2;
+  c.opt.config = 3;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "split_k=2 applies to the CUTLASS configurations, not config 3 (skinny_m32_splitk)", "options.split_k");
+  c.opt.config = 1;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "split_k=2 needs a workspace of 32768 bytes (2 x M=16 x N=256 x 4); got none", "options.workspace");
+  c.opt.workspace = addr(0x600000);
+  c.opt.workspace_bytes = 32767;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "got workspace_bytes=32767", "options.workspace");
+  c.opt.workspace_bytes = 32768;
+  c.opt.workspace = addr(0x600008);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be 16-byte aligned", "options.workspace");
+  // A misaligned workspace is an error even when the library would not split.
+  c.opt.split_k = 0;
+  c.opt.config = -1;
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be 16-byte aligned", "options.workspace");
+  c.opt.workspace = addr(0x600000);
+  if (!device_info().supports_kernels())
+    expect_error([&] { c.run(); }, Status::kUnsupported, "sm_90a");
+  // The workspace size function applies the same rules to its arguments.
+  BlockwiseOptions o;
+  o.split_k = 17;
+  expect_error([&] { blockwise_linear_workspace_bytes(16, 256, 512, G::kGroup1x128, G::kBlock128x128, o, 132); },
+               Status::kInvalidArgument, "split_k=17 must be", "options.split_k");
+  o = BlockwiseOptions{};
+  o.config = 5;
+  expect_error([&] { blockwise_linear_workspace_bytes(16, 256, 512, G::kGroup1x128, G::kBlock128x128, o, 132); },
+               Status::kInvalidArgument, "config 5 is outside [-1, 5)", "options.config");
+  o.config = -1;
+  expect_error([&] { blockwise_linear_workspace_bytes(16, 0, 512, G::kGroup1x128, G::kBlock128x128, o, 132); },
+               Status::kInvalidArgument, "shape M=16 N=0 K=512");
+}
+
 TEST(BlockwiseValidation, ProblemTooLarge) {
   Case c;
   c.x.rows = c.y.rows = int64_t{1} << 31;
@@ -492,6 +539,53 @@ TEST(BlockwiseHeuristic, TileOrder) {
     }
   }
   for (int64_t N : {8, 2112, 4095}) EXPECT_EQ(kernels::blockwise_tile_order(16384, N).swizzle, 1) << N;
+}
+
+// Split-K (given a workspace): only the CUTLASS tiles, whole 128-wide groups per slice and at
+// least four of them, never more CTAs than SMs; the largest such split.
+TEST(BlockwiseHeuristic, SplitK) {
+  using kernels::blockwise_split_k;
+  // Narrow weights at small M: N = 4096 is 32 tiles of 64x128 -> 4 slices (128 CTAs); 2112 is 17 -> 7.
+  EXPECT_EQ(blockwise_split_k(64, 4096, 14336, 1, 132), 4);
+  EXPECT_EQ(blockwise_split_k(32, 2112, 7168, 1, 132), 7);
+  EXPECT_EQ(blockwise_split_k(128, 4096, 4096, 1, 132), 2);   // 64 tiles
+  EXPECT_EQ(blockwise_split_k(256, 4096, 4096, 0, 132), 2);   // 64 tiles of 128x128
+  EXPECT_EQ(blockwise_split_k(64, 4096, 14336, 1, 64), 2);    // fewer SMs
+  // Never: the skinny kernel, K not in whole groups, a full GPU, fewer than 4 groups per slice.
+  EXPECT_EQ(blockwise_split_k(16, 4096, 4096, kernels::kSkinnyConfig, 132), 1);
+  EXPECT_EQ(blockwise_split_k(64, 4096, 4112, 1, 132), 1);
+  EXPECT_EQ(blockwise_split_k(4096, 4096, 4096, 0, 132), 1);
+  EXPECT_EQ(blockwise_split_k(64, 4096, 512, 1, 132), 1);
+  EXPECT_EQ(blockwise_split_k(64, 4096, 1024, 1, 132), 2);
+  for (int sms : {0, 78, 132})
+    for (int config : {0, 1, 2, 4})
+      for (int64_t M : {1, 17, 64, 100, 256, 1000, 5000})
+        for (int64_t N : {136, 2112, 4096, 28672})
+          for (int64_t K : {400, 512, 1536, 7168, 14336, 28672}) {
+            const int s = blockwise_split_k(M, N, K, config, sms);
+            ASSERT_GE(s, 1);
+            ASSERT_LE(s, kernels::kBlockwiseMaxSplitK);
+            if (s == 1) continue;
+            const auto& c = kBlockwiseConfigs[config];
+            const int64_t kb = K / 128, tiles = ((M + c.tile_m - 1) / c.tile_m) * ((N + c.tile_n - 1) / c.tile_n);
+            EXPECT_EQ(K % 128, 0);
+            EXPECT_EQ(kb % s, 0) << M << "x" << N << "x" << K;
+            EXPECT_GE(kb / s, 4) << M << "x" << N << "x" << K;
+            EXPECT_LE(tiles * s, sms > 0 ? sms : 132) << M << "x" << N << "x" << K;
+          }
+  // The public size: split x M x N floats for the split the library would run; 0 without one.
+  BlockwiseOptions o;
+  EXPECT_EQ(blockwise_choose_split_k(64, 4096, 14336, G::kGroup1x128, G::kBlock128x128, o, 132), 4);
+  EXPECT_EQ(blockwise_linear_workspace_bytes(64, 4096, 14336, G::kGroup1x128, G::kBlock128x128, o, 132),
+            size_t{4} * 64 * 4096 * 4);
+  EXPECT_EQ(blockwise_linear_workspace_bytes(0, 4096, 14336, G::kGroup1x128, G::kBlock128x128, o, 132), 0u);
+  EXPECT_EQ(blockwise_linear_workspace_bytes(8, 4096, 14336, G::kGroup1x128, G::kBlock128x128, o, 132), 0u)
+      << "M = 8 takes the skinny kernel";
+  o.split_k = 1;
+  EXPECT_EQ(blockwise_linear_workspace_bytes(64, 4096, 14336, G::kGroup1x128, G::kBlock128x128, o, 132), 0u);
+  o.split_k = 7;
+  EXPECT_EQ(blockwise_linear_workspace_bytes(64, 4096, 14336, G::kGroup1x128, G::kBlock128x128, o, 132),
+            size_t{7} * 64 * 4096 * 4);
 }
 
 TEST(BlockwiseHeuristic, PureAndInRange) {

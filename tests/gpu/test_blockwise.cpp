@@ -71,6 +71,8 @@ struct Case {
   BiasKind bias = BiasKind::kNone;
   int config = -1;
   int skinny_cluster = 0;  // BlockwiseOptions::skinny_cluster (config 3 only)
+  int split_k = 0;         // BlockwiseOptions::split_k
+  bool workspace = false;  // pass a workspace (poisoned) of blockwise_linear_workspace_bytes
   int64_t pad_x = 0, pad_w = 0, pad_y = 0, pad_sx = 0;  // extra leading-dimension elements
 
   std::string str() const {
@@ -78,6 +80,7 @@ struct Case {
            granularity_name(gx) + " w_scale=" + granularity_name(gw) + " out=" + dtype_name(out) +
            " bias=" + (bias == BiasKind::kNone ? "none" : bias == BiasKind::kF32 ? "fp32" : "out") +
            " config=" + std::to_string(config) + " cluster=" + std::to_string(skinny_cluster) +
+           " split_k=" + std::to_string(split_k) + (workspace ? " workspace" : "") +
            " pads=" + std::to_string(pad_x) + "/" + std::to_string(pad_w) + "/" + std::to_string(pad_y) + "/" +
            std::to_string(pad_sx);
   }
@@ -189,6 +192,15 @@ void run_case(const Case& c, std::mt19937& rng, cudaStream_t stream) {
   BlockwiseOptions opt;
   opt.config = c.config;
   opt.skinny_cluster = c.skinny_cluster;
+  opt.split_k = c.split_k;
+  // The workspace is poisoned with NaN: a slice element the GEMM did not write would reach Y.
+  DeviceBuffer<uint8_t> d_ws(1);
+  if (c.workspace) {
+    opt.workspace_bytes = blockwise_linear_workspace_bytes(M, N, K, c.gx, c.gw, opt);
+    d_ws.resize(std::max<size_t>(opt.workspace_bytes, 16));
+    d_ws.poison(0xFF);
+    opt.workspace = d_ws.get();
+  }
   try {
     blockwise_linear(x, x_scale, w, w_scale, bias, y, opt, stream);
   } catch (const Error& e) {
@@ -525,6 +537,67 @@ TEST_F(BlockwiseGpu, SkinnyEveryClusterSize) {
       c.bias = BiasKind::kF32;
       c.config = 3;
       c.skinny_cluster = cluster;
+      ++i;
+      run_case(c, rng, stream_);
+      if (HasFatalFailure()) return;
+    }
+}
+
+// Split-K forced (BlockwiseOptions::split_k) on every CUTLASS configuration and scale pair it
+// serves: partial tiles in M and N, 2 to 8 K slices, every output dtype, each bias kind (the
+// reduction kernel adds it), a padded Y (the reduction honours ld and leaves the padding alone).
+TEST_F(BlockwiseGpu, SplitKEveryConfig) {
+  std::mt19937 rng(1101);
+  size_t i = 0;
+  for (int config = 0; config < blockwise_num_configs(); ++config) {
+    if (config == 3) continue;  // the skinny kernel: split_k is rejected (validation test)
+    for (const auto& [gx, gw] : kPairs) {
+      if (!blockwise_config_supports(config, gx, gw)) continue;
+      for (const auto& [M, N, K, S] : {std::tuple<int64_t, int64_t, int64_t, int>{1, 136, 512, 2},
+                                       std::tuple<int64_t, int64_t, int64_t, int>{65, 264, 1536, 3},
+                                       std::tuple<int64_t, int64_t, int64_t, int>{130, 392, 4096, 8},
+                                       std::tuple<int64_t, int64_t, int64_t, int>{257, 136, 2048, 4}}) {
+        Case c;
+        c.M = M;
+        c.N = N;
+        c.K = K;
+        c.gx = gx;
+        c.gw = gw;
+        c.config = config;
+        c.split_k = S;
+        c.workspace = true;
+        c.out = i % 3 == 0 ? DType::kBF16 : i % 3 == 1 ? DType::kF32 : DType::kF16;
+        c.bias = static_cast<BiasKind>(i % 3 == 2 ? (i / 3) % 3 : i % 3);
+        c.pad_y = i % 2 ? 8 : 0;
+        ++i;
+        run_case(c, rng, stream_);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Split-K chosen by the library: a workspace of blockwise_linear_workspace_bytes on narrow weights
+// at small M (few tiles), where the heuristic splits; every scale pair, both output kinds.
+TEST_F(BlockwiseGpu, SplitKByHeuristic) {
+  std::mt19937 rng(1151);
+  size_t i = 0;
+  for (const auto& [gx, gw] : kPairs)
+    for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{33, 1032, 2048},
+                                  std::tuple<int64_t, int64_t, int64_t>{100, 520, 4096},
+                                  std::tuple<int64_t, int64_t, int64_t>{200, 264, 3072}}) {
+      BlockwiseOptions o;
+      const int split = blockwise_choose_split_k(M, N, K, gx, gw, o, 132);
+      EXPECT_GT(split, 1) << M << "x" << N << "x" << K << ": the heuristic does not split this shape any more";
+      Case c;
+      c.M = M;
+      c.N = N;
+      c.K = K;
+      c.gx = gx;
+      c.gw = gw;
+      c.workspace = true;
+      c.out = i % 2 ? DType::kF32 : DType::kBF16;
+      c.bias = static_cast<BiasKind>(i % 3);
       ++i;
       run_case(c, rng, stream_);
       if (HasFatalFailure()) return;

@@ -189,23 +189,29 @@ struct BlockwiseGemm {
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop, CollectiveEpilogue>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 
-  // Scale layout of one operand with `rows` rows (M for x, N for w), granularity `g` along the rows
-  // and strides (s_rows between row groups, s_k between K groups).
+  // Scale layout of one operand with `rows` rows (M for x, N for w), granularity `g` along the rows,
+  // strides (s_rows between row groups, s_k between K groups) and `batches` K slices s_l apart.
   template <class Layout_>
-  static Layout_ scale_layout(int rows, int k_groups, int32_t s_rows, int32_t s_k) {
+  static Layout_ scale_layout(int rows, int k_groups, int32_t s_rows, int32_t s_k, int batches = 1, int32_t s_l = 0) {
     constexpr int g = size<0, 0>(Layout_{});
     const int row_groups = (rows + g - 1) / g;
-    return make_layout(make_shape(make_shape(Int<g>{}, row_groups), make_shape(_128{}, k_groups), 1),
-                       make_stride(make_stride(_0{}, s_rows), make_stride(_0{}, s_k), 0));  // L = 1
+    return make_layout(make_shape(make_shape(Int<g>{}, row_groups), make_shape(_128{}, k_groups), batches),
+                       make_stride(make_stride(_0{}, s_rows), make_stride(_0{}, s_k), s_l));
   }
 
+  // Split-K (a.splits = S > 1) is CUTLASS's batch mode L = S over K slices: batch l reads columns
+  // [l·K/S, (l+1)·K/S) of X and W (an L stride of K/S elements; K/S is a multiple of 128, so
+  // 16-byte aligned for TMA, and each slice holds whole scale groups), scale groups
+  // [l·kb/S, (l+1)·kb/S), and writes the float32 slice l of y = [S][M][ldy].
   static typename Gemm::Arguments arguments(const BlockwiseGemmArgs& a) {
     const int M = a.M, N = a.N, K = a.K, kb = (K + 127) / 128;
+    const int S = a.splits;
+    const int Ks = K / S, kbs = kb / S;  // S == 1: K and kb
     using StrideA = typename Kernel::StrideA;
     using StrideB = typename Kernel::StrideB;
     using StrideD = typename Kernel::StrideD;
-    const StrideA dA = make_stride(a.ldx, _1{}, int64_t(M) * a.ldx);
-    const StrideB dB = make_stride(a.ldw, _1{}, int64_t(N) * a.ldw);
+    const StrideA dA = make_stride(a.ldx, _1{}, S > 1 ? int64_t(Ks) : int64_t(M) * a.ldx);
+    const StrideB dB = make_stride(a.ldw, _1{}, S > 1 ? int64_t(Ks) : int64_t(N) * a.ldw);
     const StrideD dD = make_stride(a.ldy, _1{}, int64_t(M) * a.ldy);
     const auto* ptr_a = static_cast<const ElementA*>(a.x);
     const auto* ptr_b = static_cast<const ElementB*>(a.w);
@@ -213,19 +219,21 @@ struct BlockwiseGemm {
     typename CollectiveMainloop::Arguments mainloop{};
     if constexpr (kPerRowEpilogue) {
       const float* one = blockwise_unit_scale(a.device);  // every scale of the mainloop reads this 1.0f
-      mainloop = {ptr_a, dA, ptr_b, dB, one, scale_layout<LayoutSFA>(M, kb, 0, 0), one,
-                  scale_layout<LayoutSFB>(N, kb, 0, 0)};
+      mainloop = {ptr_a, dA, ptr_b, dB, one, scale_layout<LayoutSFA>(M, kbs, 0, 0, S, 0), one,
+                  scale_layout<LayoutSFB>(N, kbs, 0, 0, S, 0)};
     } else if constexpr (kPerRow) {
-      // sx [M] and sw [N], the same for every K group (stride 0 along K).
-      mainloop = {ptr_a, dA, ptr_b, dB, a.x_scale, scale_layout<LayoutSFA>(M, kb, 1, 0), a.w_scale,
-                  scale_layout<LayoutSFB>(N, kb, 1, 0)};
+      // sx [M] and sw [N], the same for every K group (stride 0 along K) and every K slice.
+      mainloop = {ptr_a, dA, ptr_b, dB, a.x_scale, scale_layout<LayoutSFA>(M, kbs, 1, 0, S, 0), a.w_scale,
+                  scale_layout<LayoutSFB>(N, kbs, 1, 0, S, 0)};
     } else {
       // Row groups along M: x kGroup1x128 is M-major with leading dimension ld; x kBlock128x128 is
       // row-major over [M blocks][K groups]. Along N both weight layouts are row-major over K groups.
+      // A K slice starts kbs groups further along K (src/blockwise.cpp checks ld · kb < 2^31).
       const bool x_m_major = kGranM == 1;
-      const LayoutSFA sfa = x_m_major ? scale_layout<LayoutSFA>(M, kb, 1, static_cast<int32_t>(a.ld_x_scale))
-                                      : scale_layout<LayoutSFA>(M, kb, kb, 1);
-      const LayoutSFB sfb = scale_layout<LayoutSFB>(N, kb, kb, 1);
+      const auto ld_sx = static_cast<int32_t>(a.ld_x_scale);
+      const LayoutSFA sfa = x_m_major ? scale_layout<LayoutSFA>(M, kbs, 1, ld_sx, S, kbs * ld_sx)
+                                      : scale_layout<LayoutSFA>(M, kbs, kb, 1, S, kbs);
+      const LayoutSFB sfb = scale_layout<LayoutSFB>(N, kbs, kb, 1, S, kbs);
       mainloop = {ptr_a, dA, ptr_b, dB, a.x_scale, sfa, a.w_scale, sfb};
     }
     typename Fusion::Arguments fusion{};
@@ -254,8 +262,8 @@ struct BlockwiseGemm {
     cutlass::KernelHardwareInfo hw;
     hw.device_id = a.device;
     hw.sm_count = a.sm_count;  // > 0: CUTLASS does not query the device on every call
-    typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
-                                  {M, N, K, 1},
+    typename Gemm::Arguments args{S > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm,
+                                  {M, N, Ks, S},
                                   mainloop,
                                   {fusion, nullptr, {}, static_cast<ElementD*>(a.y), dD},
                                   hw};
