@@ -95,24 +95,39 @@ bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count)
   return 30 * waves_192 < picked;
 }
 
-// Split-K on the CUTLASS tiles: the heuristic picks one configuration per problem by its waves; on
-// a narrow weight at small M that leaves most SMs idle (N = 4096 is 32 tiles of 64x128 for up to 64
-// tokens, 2112 is 17), each busy SM streaming its W tile alone. Cutting K into S slices runs
-// tiles x S CTAs (S batches of the same kernel into a float32 workspace) and a second kernel adds
-// the slices. Rule: the largest S with tiles x S <= SMs (one wave), S dividing the 128-wide groups
-// and at least kSplitKMinGroups groups per slice (the pipeline's fill and the epilogue are paid
-// per slice).
+// Split-K on the CUTLASS tiles. At small M the tile count is ceil(N/128) per 64 or 128 tokens, and
+// on a narrow weight most SMs idle while each busy one streams its W tile (plus the X tile) at
+// about 90 GB/s, far below what the GPU can draw (e.g. 4096x14336 at M = 64: 32 CTAs, 30 us, 2 TB/s
+// of weight). Cutting K into S slices runs tiles x S CTAs (S batches of the same kernel into a
+// float32 workspace) and a second kernel adds the slices. That helps while one CTA per tile is
+// slower than DRAM: a CTA streams (tile_m + tile_n)·K bytes at ~90 GB/s against N·K (+ M·K) bytes
+// at ~3.8 TB/s for the whole weight, a ratio of about 42·(tile_m + tile_n) / (N + M) whatever M,
+// so the rule asks for at least 1.5 of it, 28·(tile_m + tile_n) >= N + M (N + M <= 5376 on the
+// 64x128 tile), and a long enough K (>= 4096: 32 groups) that the second kernel's fixed cost is
+// small against the gain. S: the largest with S dividing the groups, at least 8 groups per slice
+// and tiles x S <= SMs (one wave).
+// Measured on the H200 (qsgemm tune blockwise --split-k 1,2,3,4,6,7,8 --configs 0,1 --interleave,
+// 1x128 x 128x128, the 14 benchmark layers at M = 16..256, bench/results/h200/tune_blockwise_splitk.jsonl),
+// best unsplit -> the rule's split, 64x128 tile: 2112x7168 at M = 16-64 17.7-18.0 -> 13.0-13.1 us
+// (S = 7), at M = 128 18.1 -> 14.6 (S = 2); 4096x14336 at M = 16-64 29.7-30.7 -> 22.6-23.1 (S = 4),
+// at 128 30.0 -> 23.8 (S = 2); 4096x7168 18.3-18.4 -> 15.8-16.3 (S = 4), at 128 18.4 -> 16.6;
+// 4096x4096 13.3-13.5 -> 12.6-12.9 (S = 4), at 128 13.3 -> 13.4. Where one CTA per tile already
+// draws the weight near DRAM speed it loses: 6144x4096 0.88-0.94x with S = 2, 8192x8192 at M = 64
+// 0.91x, 7168x16384 0.96x, and every layer once tiles x S exceeds the SMs.
 int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, int sm_count) {
-  constexpr int64_t kSplitKMinGroups = 4;
+  constexpr int64_t kMinGroups = 32;          // K >= 4096
+  constexpr int64_t kMinGroupsPerSlice = 8;
   if (config < 0 || config >= kBlockwiseNumConfigs || config == kSkinnyConfig) return 1;
   if (M <= 0 || N <= 0 || K <= 0 || K % kScaleGroupK != 0) return 1;
-  const int64_t sms = sm_count > 0 ? sm_count : 132;
   const BlockwiseConfig& c = kBlockwiseConfigs[config];
-  const int64_t tiles = ceil_div(M, c.tile_m) * ceil_div(N, c.tile_n);
+  if (28 * int64_t{c.tile_m + c.tile_n} < N + M) return 1;
   const int64_t kb = K / kScaleGroupK;
+  if (kb < kMinGroups) return 1;
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  const int64_t tiles = ceil_div(M, c.tile_m) * ceil_div(N, c.tile_n);
   int best = 1;
   for (int s = 2; s <= kBlockwiseMaxSplitK; ++s)
-    if (kb % s == 0 && kb / s >= kSplitKMinGroups && tiles * s <= sms) best = s;
+    if (kb % s == 0 && kb / s >= kMinGroupsPerSlice && tiles * s <= sms) best = s;
   return best;
 }
 
@@ -311,18 +326,20 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   const kernels::TileOrder order = kernels::blockwise_tile_order(M, N);
   a.swizzle = order.swizzle;
   a.raster = order.raster;
-  int splits = 1;
-  if (config == kernels::kSkinnyConfig) {
-    if (sk >= 2)
+  int run_config = config, splits = 1;
+  if (sk >= 2) {
+    if (config == kernels::kSkinnyConfig)
       detail::fail(fn, Status::kInvalidArgument, "options.split_k",
                    detail::cat("split_k=", sk, " applies to the CUTLASS configurations; for M=", M,
                                " the heuristic chose config ", config, " (", kernels::kBlockwiseConfigs[config].name(),
                                "): force a configuration with options.config"));
-  } else if (sk >= 2) {
     splits = sk;
   } else if (sk == 0 && options.workspace != nullptr) {
-    const int s = kernels::blockwise_split_k(M, N, K, config, dev.sm_count);
-    if (s > 1 && options.workspace_bytes >= blockwise_splitk_bytes(M, N, s)) splits = s;
+    const BlockwisePlan plan = blockwise_plan(M, N, K, gx, gw, options, dev.sm_count);
+    if (plan.split_k > 1 && options.workspace_bytes >= blockwise_splitk_bytes(M, N, plan.split_k)) {
+      run_config = plan.config;
+      splits = plan.split_k;
+    }
   }
   if (splits == 1) return kernels::run_blockwise_gemm(a, config, stream);
   // The GEMM writes S unbiased float32 slices into the workspace; the reduction writes y.
@@ -333,7 +350,7 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   g.ldy = N;
   g.bias_f32 = nullptr;
   g.bias_out = nullptr;
-  kernels::run_blockwise_gemm(g, config, stream);
+  kernels::run_blockwise_gemm(g, run_config, stream);
   kernels::run_blockwise_splitk_reduce(a, static_cast<const float*>(options.workspace), splits, stream);
 }
 
@@ -359,12 +376,30 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
   return kernels::blockwise_config_supports(config, gx, gw) ? config : 0;  // 0 serves every pair
 }
 
-int blockwise_choose_split_k(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
+BlockwisePlan blockwise_plan(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                              const BlockwiseOptions& options, int sm_count) {
-  const int config = options.config >= 0 ? options.config : blockwise_choose_config(M, N, K, gx, gw, sm_count);
-  if (config == kernels::kSkinnyConfig) return 1;
-  if (options.split_k >= 1) return options.split_k;
-  return kernels::blockwise_split_k(M, N, K, config, sm_count);
+  BlockwisePlan plan;
+  plan.config = options.config >= 0 ? options.config : blockwise_choose_config(M, N, K, gx, gw, sm_count);
+  if (options.split_k >= 1) {
+    plan.split_k = plan.config == kernels::kSkinnyConfig ? 1 : options.split_k;
+    return plan;
+  }
+  if (plan.config != kernels::kSkinnyConfig) {
+    plan.split_k = kernels::blockwise_split_k(M, N, K, plan.config, sm_count);
+    return plan;
+  }
+  // The skinny kernel's pick at 9..32 tokens (not for one or two tiles of W, which it always takes):
+  // the 64x128 tile split over K, where the rule splits it, measured faster (tune_blockwise_splitk.jsonl,
+  // against the skinny kernel in blockwise.json): 2112x7168 at M = 32 16.8 -> 12.6 us, at 16
+  // 13.6 -> 13.0; 4096x14336 at 16 24.1 -> 22.7; 4096x7168 at 16 17.1 -> 15.8; 4096x4096 at 16
+  // even (12.5 / 12.7). At M <= 8 the skinny kernel stays ahead (2112x7168: 11.5 us).
+  constexpr int kNarrow = 1;  // the 64x128 ping-pong tile
+  if (options.config == -1 && M > 8 && ceil_div(N, int64_t{128}) > 2 &&
+      kernels::blockwise_config_supports(kNarrow, gx, gw)) {
+    const int s = kernels::blockwise_split_k(M, N, K, kNarrow, sm_count);
+    if (s > 1) plan = {kNarrow, s};
+  }
+  return plan;
 }
 
 size_t blockwise_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
@@ -381,7 +416,7 @@ size_t blockwise_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, ScaleGr
                              kernels::kBlockwiseMaxSplitK));
   if (M == 0) return 0;
   if (sm_count <= 0) sm_count = device_info(-1).sm_count;
-  const int s = blockwise_choose_split_k(M, N, K, gx, gw, options, sm_count);
+  const int s = blockwise_plan(M, N, K, gx, gw, options, sm_count).split_k;
   return s > 1 ? blockwise_splitk_bytes(M, N, s) : 0;
 }
 

@@ -181,11 +181,12 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   for (const Item& it : items)
     if (it.split > 1) ws_bytes = std::max(ws_bytes, static_cast<size_t>(it.split * M * N * 4));
   DeviceBuffer ws(std::max<size_t>(ws_bytes, 16));
+  // The heuristic's line: its configuration (with --split-k: what it runs given a workspace).
+  const BlockwisePlan plan = blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, sm_count);
   int chosen_item = -1;
   if (!clusters)
     for (size_t j = 0; j < items.size(); ++j)
-      if (items[j].config == chosen &&
-          (!splitting || items[j].split == blockwise_choose_split_k(M, N, K, gx, gw, BlockwiseOptions{}, sm_count)))
+      if (splitting ? items[j].config == plan.config && items[j].split == plan.split_k : items[j].config == chosen)
         chosen_item = static_cast<int>(j);
   std::string json;
   arg_value(argc, argv, "--json", &json);

@@ -80,14 +80,20 @@ bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity 
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                             int sm_count);
 
-// The split-K factor blockwise_linear uses when options.split_k == 0 and a workspace is given: 1
-// (no split) or the number of K slices, for the configuration it runs (options.config, or the
-// heuristic's pick). Pure; see blockwise_split_k in the configuration header for the rule.
-int blockwise_choose_split_k(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
+// What blockwise_linear runs when it is given a workspace of blockwise_linear_workspace_bytes():
+// the configuration and the number of K slices (split_k 1: no split). Without a workspace it runs
+// blockwise_choose_config's pick unsplit. With options.split_k == 0 and options.config == -1, the
+// library may also take the 64x128 tile with a split where it would otherwise run the skinny
+// decode kernel (9 <= M <= 32 on narrow weights with a long K). Pure; the rule and its
+// measurements are in src/blockwise.cpp (blockwise_split_k).
+struct BlockwisePlan {
+  int config = 0;
+  int split_k = 1;
+};
+BlockwisePlan blockwise_plan(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                              const BlockwiseOptions& options, int sm_count);
-// Bytes of workspace blockwise_linear needs for the split it would run with `options` (the chosen
-// split when options.split_k == 0, the forced one otherwise): split_k * M * N * 4, or 0 without a
-// split. Host arithmetic only (sm_count 0: the current device's). kInvalidArgument for a bad
+// Bytes of workspace blockwise_linear needs for the split it would run with `options`
+// (blockwise_plan's, or the forced one): split_k * M * N * 4, or 0 without a split. Host arithmetic only (sm_count 0: the current device's). kInvalidArgument for a bad
 // shape, config index or split_k.
 size_t blockwise_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                                         const BlockwiseOptions& options, int sm_count = 0);

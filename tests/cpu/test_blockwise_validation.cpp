@@ -541,8 +541,9 @@ TEST(BlockwiseHeuristic, TileOrder) {
   for (int64_t N : {8, 2112, 4095}) EXPECT_EQ(kernels::blockwise_tile_order(16384, N).swizzle, 1) << N;
 }
 
-// Split-K (given a workspace): only the CUTLASS tiles, whole 128-wide groups per slice and at
-// least four of them, never more CTAs than SMs; the largest such split.
+// Split-K (given a workspace): only the CUTLASS tiles, only where one CTA per tile streams the
+// weight slower than DRAM (28 x (tile_m + tile_n) >= N + M) and K >= 4096, whole 128-wide groups
+// and at least eight per slice, never more CTAs than SMs; the largest such split.
 TEST(BlockwiseHeuristic, SplitK) {
   using kernels::blockwise_split_k;
   // Narrow weights at small M: N = 4096 is 32 tiles of 64x128 -> 4 slices (128 CTAs); 2112 is 17 -> 7.
@@ -551,17 +552,21 @@ TEST(BlockwiseHeuristic, SplitK) {
   EXPECT_EQ(blockwise_split_k(128, 4096, 4096, 1, 132), 2);   // 64 tiles
   EXPECT_EQ(blockwise_split_k(256, 4096, 4096, 0, 132), 2);   // 64 tiles of 128x128
   EXPECT_EQ(blockwise_split_k(64, 4096, 14336, 1, 64), 2);    // fewer SMs
-  // Never: the skinny kernel, K not in whole groups, a full GPU, fewer than 4 groups per slice.
+  EXPECT_EQ(blockwise_split_k(64, 2112, 28672, 1, 132), 7);   // 224 groups: 7 x 17 tiles
+  // Never: the skinny kernel, K not in whole groups or below 4096, a full GPU, a weight wide enough
+  // that one CTA per tile draws it at DRAM speed.
   EXPECT_EQ(blockwise_split_k(16, 4096, 4096, kernels::kSkinnyConfig, 132), 1);
   EXPECT_EQ(blockwise_split_k(64, 4096, 4112, 1, 132), 1);
+  EXPECT_EQ(blockwise_split_k(64, 4096, 2048, 1, 132), 1);
   EXPECT_EQ(blockwise_split_k(4096, 4096, 4096, 0, 132), 1);
-  EXPECT_EQ(blockwise_split_k(64, 4096, 512, 1, 132), 1);
-  EXPECT_EQ(blockwise_split_k(64, 4096, 1024, 1, 132), 2);
+  EXPECT_EQ(blockwise_split_k(64, 6144, 8192, 1, 132), 1);
+  EXPECT_EQ(blockwise_split_k(64, 8192, 28672, 1, 132), 1);
+  EXPECT_EQ(blockwise_split_k(64, 6144, 8192, 0, 132), 2);    // the 128x128 tile: 48 tiles, 6208 <= 7168
   for (int sms : {0, 78, 132})
     for (int config : {0, 1, 2, 4})
       for (int64_t M : {1, 17, 64, 100, 256, 1000, 5000})
         for (int64_t N : {136, 2112, 4096, 28672})
-          for (int64_t K : {400, 512, 1536, 7168, 14336, 28672}) {
+          for (int64_t K : {400, 512, 1536, 4096, 7168, 14336, 28672}) {
             const int s = blockwise_split_k(M, N, K, config, sms);
             ASSERT_GE(s, 1);
             ASSERT_LE(s, kernels::kBlockwiseMaxSplitK);
@@ -569,15 +574,53 @@ TEST(BlockwiseHeuristic, SplitK) {
             const auto& c = kBlockwiseConfigs[config];
             const int64_t kb = K / 128, tiles = ((M + c.tile_m - 1) / c.tile_m) * ((N + c.tile_n - 1) / c.tile_n);
             EXPECT_EQ(K % 128, 0);
+            EXPECT_GE(kb, 32);
             EXPECT_EQ(kb % s, 0) << M << "x" << N << "x" << K;
-            EXPECT_GE(kb / s, 4) << M << "x" << N << "x" << K;
+            EXPECT_GE(kb / s, 8) << M << "x" << N << "x" << K;
             EXPECT_LE(tiles * s, sms > 0 ? sms : 132) << M << "x" << N << "x" << K;
+            EXPECT_LE(N + M, 28 * (c.tile_m + c.tile_n)) << M << "x" << N << "x" << K;
           }
-  // The public size: split x M x N floats for the split the library would run; 0 without one.
+}
+
+// What blockwise_linear runs given a workspace, and the workspace it needs for it.
+TEST(BlockwiseHeuristic, Plan) {
+  using qsgemm::blockwise_plan;
   BlockwiseOptions o;
-  EXPECT_EQ(blockwise_choose_split_k(64, 4096, 14336, G::kGroup1x128, G::kBlock128x128, o, 132), 4);
+  auto plan = [&](int64_t M, int64_t N, int64_t K, G gx = G::kGroup1x128, G gw = G::kBlock128x128) {
+    const BlockwisePlan p = blockwise_plan(M, N, K, gx, gw, o, 132);
+    return std::pair<int, int>{p.config, p.split_k};
+  };
+  using P = std::pair<int, int>;
+  EXPECT_EQ(plan(64, 4096, 14336), P(1, 4));
+  EXPECT_EQ(plan(64, 8192, 8192), P(1, 1));
+  EXPECT_EQ(plan(4096, 4096, 4096), P(blockwise_choose_config(4096, 4096, 4096, 132), 1));
+  // 9..32 tokens: the skinny kernel's pick gives way to the split 64x128 tile where the rule splits
+  // it; not at M <= 8, not on one or two W tiles, not for x 128x128 blocks (the 64-row tile cannot
+  // serve them).
+  ASSERT_EQ(blockwise_choose_config(16, 4096, 14336, 132), kernels::kSkinnyConfig);
+  EXPECT_EQ(plan(16, 4096, 14336), P(1, 4));
+  EXPECT_EQ(plan(32, 2112, 7168), P(1, 7));
+  EXPECT_EQ(plan(8, 4096, 14336), P(kernels::kSkinnyConfig, 1));
+  EXPECT_EQ(plan(16, 136, 28672), P(kernels::kSkinnyConfig, 1));
+  EXPECT_EQ(plan(16, 4096, 14336, G::kBlock128x128, G::kBlock128x128), P(kernels::kSkinnyConfig, 1));
+  EXPECT_EQ(plan(16, 4096, 14336, G::kPerRow, G::kPerRow), P(1, 4));
+  // A forced configuration is kept (and the skinny kernel is never split); a forced split is taken.
+  o.config = kernels::kSkinnyConfig;
+  EXPECT_EQ(plan(16, 4096, 14336), P(kernels::kSkinnyConfig, 1));
+  o.config = 0;
+  EXPECT_EQ(plan(16, 4096, 14336), P(0, 4));
+  o.split_k = 7;
+  EXPECT_EQ(plan(16, 4096, 14336), P(0, 7));
+  o = BlockwiseOptions{};
+  o.split_k = 1;
+  EXPECT_EQ(plan(64, 4096, 14336), P(1, 1));
+
+  // The public size: split x M x N floats for the plan's split; 0 without one.
+  o = BlockwiseOptions{};
   EXPECT_EQ(blockwise_linear_workspace_bytes(64, 4096, 14336, G::kGroup1x128, G::kBlock128x128, o, 132),
             size_t{4} * 64 * 4096 * 4);
+  EXPECT_EQ(blockwise_linear_workspace_bytes(16, 4096, 14336, G::kGroup1x128, G::kBlock128x128, o, 132),
+            size_t{4} * 16 * 4096 * 4);
   EXPECT_EQ(blockwise_linear_workspace_bytes(0, 4096, 14336, G::kGroup1x128, G::kBlock128x128, o, 132), 0u);
   EXPECT_EQ(blockwise_linear_workspace_bytes(8, 4096, 14336, G::kGroup1x128, G::kBlock128x128, o, 132), 0u)
       << "M = 8 takes the skinny kernel";
