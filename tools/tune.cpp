@@ -38,24 +38,29 @@ struct SweepOptions {
   std::vector<int> only;  // empty: every configuration
   bool interleave = false;
 };
+// A comma-separated list of integers in [lo, hi) (the value of `flag`); prints what is wrong and
+// returns false on a bad item (`what` names the items in the message).
+bool parse_int_list(const std::string& v, long lo, long hi, const char* flag, const char* what, std::vector<int>* out) {
+  size_t pos = 0;
+  while (pos <= v.size()) {
+    const size_t end = std::min(v.find(',', pos), v.size());
+    const std::string item = v.substr(pos, end - pos);
+    char* rest = nullptr;
+    const long i = std::strtol(item.c_str(), &rest, 10);
+    if (item.empty() || *rest != '\0' || i < lo || i >= hi) {
+      std::fprintf(stderr, "qsgemm tune: %s item '%s' is not %s in [%ld, %ld)\n", flag, item.c_str(), what, lo, hi);
+      return false;
+    }
+    out->push_back(static_cast<int>(i));
+    pos = end + 1;
+  }
+  return true;
+}
+
 bool parse_sweep_options(int argc, char** argv, int count, SweepOptions* o) {
   std::string v;
-  if (arg_value(argc, argv, "--configs", &v)) {
-    size_t pos = 0;
-    while (pos <= v.size()) {
-      const size_t end = std::min(v.find(',', pos), v.size());
-      const std::string item = v.substr(pos, end - pos);
-      char* rest = nullptr;
-      const long i = std::strtol(item.c_str(), &rest, 10);
-      if (item.empty() || *rest != '\0' || i < 0 || i >= count) {
-        std::fprintf(stderr, "qsgemm tune: --configs item '%s' is not a configuration index in [0, %d)\n", item.c_str(),
-                     count);
-        return false;
-      }
-      o->only.push_back(static_cast<int>(i));
-      pos = end + 1;
-    }
-  }
+  if (arg_value(argc, argv, "--configs", &v) && !parse_int_list(v, 0, count, "--configs", "a configuration index", &o->only))
+    return false;
   o->interleave = has_flag(argc, argv, "--interleave");
   return true;
 }
@@ -154,19 +159,7 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   const bool splitting = arg_value(argc, argv, "--split-k", &v);
   if (splitting) {
     std::vector<int> splits;
-    size_t pos = 0;
-    while (pos <= v.size()) {
-      const size_t end = std::min(v.find(',', pos), v.size());
-      const std::string item = v.substr(pos, end - pos);
-      char* rest = nullptr;
-      const long s = std::strtol(item.c_str(), &rest, 10);
-      if (item.empty() || *rest != '\0' || s < 1 || s > 16) {
-        std::fprintf(stderr, "qsgemm tune: --split-k item '%s' is not a split in [1, 16]\n", item.c_str());
-        return 2;
-      }
-      splits.push_back(static_cast<int>(s));
-      pos = end + 1;
-    }
+    if (!parse_int_list(v, 1, 17, "--split-k", "a split", &splits)) return 2;
     std::vector<int> configs = so.only;
     if (configs.empty())
       for (int i = 0; i < blockwise_num_configs(); ++i) configs.push_back(i);

@@ -543,6 +543,17 @@ TEST_F(BlockwiseGpu, SkinnyEveryClusterSize) {
     }
 }
 
+// A case of shape M x N x K with the scale pair (gx, gw); the rest default.
+Case shape_case(int64_t M, int64_t N, int64_t K, G gx, G gw) {
+  Case c;
+  c.M = M;
+  c.N = N;
+  c.K = K;
+  c.gx = gx;
+  c.gw = gw;
+  return c;
+}
+
 // Split-K forced (BlockwiseOptions::split_k) on every CUTLASS configuration and scale pair it
 // serves: partial tiles in M and N, 2 to 8 K slices, every output dtype, each bias kind (the
 // reduction kernel adds it), a padded Y (the reduction honours ld and leaves the padding alone).
@@ -557,12 +568,7 @@ TEST_F(BlockwiseGpu, SplitKEveryConfig) {
                                        std::tuple<int64_t, int64_t, int64_t, int>{65, 264, 1536, 3},
                                        std::tuple<int64_t, int64_t, int64_t, int>{130, 392, 4096, 8},
                                        std::tuple<int64_t, int64_t, int64_t, int>{257, 136, 2048, 4}}) {
-        Case c;
-        c.M = M;
-        c.N = N;
-        c.K = K;
-        c.gx = gx;
-        c.gw = gw;
+        Case c = shape_case(M, N, K, gx, gw);
         c.config = config;
         c.split_k = S;
         c.workspace = true;
@@ -593,12 +599,7 @@ TEST_F(BlockwiseGpu, SplitKByHeuristic) {
       if (M <= 32 && gx == G::kBlock128x128) continue;
       const int split = blockwise_plan(M, N, K, gx, gw, o, 132).split_k;
       EXPECT_GT(split, 1) << M << "x" << N << "x" << K << ": the heuristic does not split this shape any more";
-      Case c;
-      c.M = M;
-      c.N = N;
-      c.K = K;
-      c.gx = gx;
-      c.gw = gw;
+      Case c = shape_case(M, N, K, gx, gw);
       c.workspace = true;
       c.out = i % 2 ? DType::kF32 : DType::kBF16;
       c.bias = static_cast<BiasKind>(i % 3);
