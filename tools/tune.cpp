@@ -157,6 +157,10 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   };
   std::vector<Item> items;
   const bool splitting = arg_value(argc, argv, "--split-k", &v);
+  if (splitting && clusters) {
+    std::fprintf(stderr, "qsgemm tune: --split-k applies to the CUTLASS configurations, not with --skinny-clusters\n");
+    return 2;
+  }
   if (splitting) {
     std::vector<int> splits;
     if (!parse_int_list(v, 1, 17, "--split-k", "a split", &splits)) return 2;

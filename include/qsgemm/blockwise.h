@@ -53,15 +53,16 @@ struct BlockwiseOptions {
   // slice order, adds the bias and writes y. It fills the SMs that a narrow weight leaves idle at
   // small M (N = 4096 gives 32 tiles of 64x128 on 132 SMs). Deterministic; not bit-identical to the
   // unsplit kernel (the float32 sums are grouped differently), same error bounds.
-  //   0 (default): the library chooses (blockwise_split_k), and only when a workspace of
-  //     blockwise_linear_workspace_bytes() bytes is given; otherwise no split.
+  //   0 (default): the library chooses (blockwise_plan), and splits only when a workspace of at
+  //     least blockwise_linear_workspace_bytes() bytes is given; with none, or a smaller one, it
+  //     runs unsplit.
   //   1: never split.   2..16: forced (for tuning: `qsgemm tune blockwise --split-k`); requires
   //     K % (128 * split_k) == 0, a CUTLASS configuration (not the skinny kernel, whether forced or
   //     chosen) and the workspace; otherwise kInvalidArgument.
   int split_k = 0;
-  // Optional device workspace for split-K: at least blockwise_linear_workspace_bytes(...) bytes,
-  // 16-byte aligned. Not zeroed by the caller; the call writes it before it reads it. Do not share
-  // one workspace between calls that may run concurrently.
+  // Optional device workspace for split-K: blockwise_linear_workspace_bytes(...) bytes, 16-byte
+  // aligned (checked whenever it is non-null). It need not be zeroed: the call writes every
+  // element it reads. Do not share one workspace between calls that may run concurrently.
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };
@@ -94,8 +95,9 @@ struct BlockwisePlan {
 BlockwisePlan blockwise_plan(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                              const BlockwiseOptions& options, int sm_count);
 // Bytes of workspace blockwise_linear needs for the split it would run with `options`
-// (blockwise_plan's, or the forced one): split_k * M * N * 4, or 0 without a split. Host arithmetic only (sm_count 0: the current device's). kInvalidArgument for a bad
-// shape, config index or split_k.
+// (blockwise_plan's, or the forced one): split_k * M * N * 4, or 0 without a split. Host
+// arithmetic only (sm_count 0: the current device's). kInvalidArgument for a bad shape, config
+// index or split_k.
 size_t blockwise_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                                         const BlockwiseOptions& options, int sm_count = 0);
 
