@@ -113,27 +113,18 @@ bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count)
 // at 128 30.0 -> 23.8 (S = 2); 4096x7168 18.3-18.4 -> 15.8-16.3 (S = 4), at 128 18.4 -> 16.6;
 // 4096x4096 13.3-13.5 -> 12.6-12.9 (S = 4), at 128 13.3 -> 13.4. Where one CTA per tile already
 // draws the weight near DRAM speed it loses: 6144x4096 0.88-0.94x with S = 2, 8192x8192 at M = 64
-// 0.91x, 7168x16384 0.96x, and every layer once tiles x S exceeds the SMs. One exception, measured
-// and not explained (not profiled): at 17..32 tokens the unsplit 64x128 tile runs slower than at
-// 64 (8192x28672: 69.5 against 63.1 us; 7168x16384 39.6 / 35.7; 8192x8192 25.6 / 23.0, the same
-// tiles and grid), and two slices recover it where K >= 8192 and the doubled grid fits one wave:
-// 64.2, 37.5, 24.8 us. Over the sweep's 66 points where a CUTLASS tile is picked, the rule reaches
-// 0.997 of the fastest configuration and split (geomean; worst 0.95, a tile choice, not a split),
-// against 0.950 (worst 0.70) without splits.
+// 0.91x, 7168x16384 0.96x, and every layer once tiles x S exceeds the SMs.
 int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, int sm_count) {
   constexpr int64_t kMinGroups = 32;          // K >= 4096
   constexpr int64_t kMinGroupsPerSlice = 8;
   if (config < 0 || config >= kBlockwiseNumConfigs || config == kSkinnyConfig) return 1;
   if (M <= 0 || N <= 0 || K <= 0 || K % kScaleGroupK != 0) return 1;
   const BlockwiseConfig& c = kBlockwiseConfigs[config];
+  if (28 * int64_t{c.tile_m + c.tile_n} < N + M) return 1;
   const int64_t kb = K / kScaleGroupK;
+  if (kb < kMinGroups) return 1;
   const int64_t sms = sm_count > 0 ? sm_count : 132;
   const int64_t tiles = ceil_div(M, c.tile_m) * ceil_div(N, c.tile_n);
-  if (28 * int64_t{c.tile_m + c.tile_n} < N + M) {
-    const bool tile_64 = c.tile_m == 64;  // the exception above: 17..32 tokens, K >= 8192
-    return tile_64 && M > 16 && M <= 32 && kb >= 64 && kb % 2 == 0 && 2 * tiles <= sms ? 2 : 1;
-  }
-  if (kb < kMinGroups) return 1;
   int best = 1;
   for (int s = 2; s <= kBlockwiseMaxSplitK; ++s)
     if (kb % s == 0 && kb / s >= kMinGroupsPerSlice && tiles * s <= sms) best = s;

@@ -594,8 +594,6 @@ TEST_F(BlockwiseGpu, SplitKByHeuristic) {
                                   // 9..32 tokens: the 64x128 tile split instead of the skinny kernel
                                   // (not for x 128x128 blocks, which that tile cannot serve).
                                   std::tuple<int64_t, int64_t, int64_t>{20, 392, 8192},
-                                  // 17..32 tokens on a wider weight with K >= 8192: two slices.
-                                  std::tuple<int64_t, int64_t, int64_t>{24, 5504, 8192},
                                   std::tuple<int64_t, int64_t, int64_t>{200, 264, 6144}}) {
       BlockwiseOptions o;
       if (M <= 32 && gx == G::kBlock128x128) continue;
