@@ -113,7 +113,10 @@ bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count)
 // at 128 30.0 -> 23.8 (S = 2); 4096x7168 18.3-18.4 -> 15.8-16.3 (S = 4), at 128 18.4 -> 16.6;
 // 4096x4096 13.3-13.5 -> 12.6-12.9 (S = 4), at 128 13.3 -> 13.4. Where one CTA per tile already
 // draws the weight near DRAM speed it loses: 6144x4096 0.88-0.94x with S = 2, 8192x8192 at M = 64
-// 0.91x, 7168x16384 0.96x, and every layer once tiles x S exceeds the SMs.
+// 0.91x, 7168x16384 0.96x, and every layer once tiles x S exceeds the SMs. Over the sweep's 66
+// points where a CUTLASS tile is picked: 0.994 of the fastest configuration and split (geomean,
+// worst 0.92), 0.952 (worst 0.70) without splits. (Two slices at 17..32 tokens on wider weights
+// measured mixed in the benchmark, bench/results/h200/ab_splitk_m32.txt: not taken.)
 int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, int sm_count) {
   constexpr int64_t kMinGroups = 32;          // K >= 4096
   constexpr int64_t kMinGroupsPerSlice = 8;
