@@ -159,6 +159,44 @@ size_t blockwise_splitk_bytes(int64_t M, int64_t N, int S) {
   return static_cast<size_t>(S) * static_cast<size_t>(M) * static_cast<size_t>(N) * sizeof(float);
 }
 
+// The option rules every entry point shares: the config index and the split_k range.
+void check_config_and_split(const char* fn, const BlockwiseOptions& o) {
+  if (o.config < -1 || o.config >= kernels::kBlockwiseNumConfigs)
+    detail::fail(fn, Status::kInvalidArgument, "options.config",
+                 detail::cat("config ", o.config, " is outside [-1, ", kernels::kBlockwiseNumConfigs, ")"));
+  if (o.split_k < 0 || o.split_k > kernels::kBlockwiseMaxSplitK)
+    detail::fail(fn, Status::kInvalidArgument, "options.split_k",
+                 detail::cat("split_k=", o.split_k, " must be 0 (chosen by the library), 1 (no split) or 2..",
+                             kernels::kBlockwiseMaxSplitK));
+}
+
+// blockwise_plan without its argument checks (blockwise_linear has made them).
+BlockwisePlan plan_unchecked(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
+                             const BlockwiseOptions& options, int sm_count) {
+  BlockwisePlan plan;
+  plan.config = options.config >= 0 ? options.config : blockwise_choose_config(M, N, K, gx, gw, sm_count);
+  if (options.split_k >= 1) {
+    plan.split_k = plan.config == kernels::kSkinnyConfig ? 1 : options.split_k;
+    return plan;
+  }
+  if (plan.config != kernels::kSkinnyConfig) {
+    plan.split_k = kernels::blockwise_split_k(M, N, K, plan.config, sm_count);
+    return plan;
+  }
+  // The skinny kernel's pick at 9..32 tokens (not for one or two tiles of W, which it always takes):
+  // the 64x128 tile split over K, where the rule splits it, measured faster (tune_blockwise_splitk.jsonl,
+  // against the skinny kernel in blockwise.json): 2112x7168 at M = 32 16.8 -> 12.6 us, at 16
+  // 13.6 -> 13.0; 4096x14336 at 16 24.1 -> 22.7; 4096x7168 at 16 17.1 -> 15.8; 4096x4096 at 16
+  // even (12.5 / 12.7). At M <= 8 the skinny kernel stays ahead (2112x7168: 11.5 us).
+  constexpr int kNarrow = 1;  // the 64x128 ping-pong tile
+  if (options.config == -1 && M > 8 && ceil_div(N, int64_t{128}) > 2 &&
+      kernels::blockwise_config_supports(kNarrow, gx, gw)) {
+    const int s = kernels::blockwise_split_k(M, N, K, kNarrow, sm_count);
+    if (s > 1) plan = {kNarrow, s};
+  }
+  return plan;
+}
+
 const char* accepted_x_granularities() { return "group_1x128, block_128x128 or per_row"; }
 const char* accepted_w_granularities() { return "block_128x128, group_1x128 or per_row"; }
 
@@ -238,9 +276,7 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   }
 
   // ---- configuration ---------------------------------------------------------------------------
-  if (options.config < -1 || options.config >= kernels::kBlockwiseNumConfigs)
-    detail::fail(fn, Status::kInvalidArgument, "options.config",
-                 detail::cat("config ", options.config, " is outside [-1, ", kernels::kBlockwiseNumConfigs, ")"));
+  check_config_and_split(fn, options);
   if (options.config >= 0 && !kernels::blockwise_config_supports(options.config, gx, gw)) {
     const kernels::BlockwiseConfig& c = kernels::kBlockwiseConfigs[options.config];
     const std::string why = c.per_row_only
@@ -271,11 +307,7 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   }
 
   // ---- split-K -----------------------------------------------------------------------------------
-  const int sk = options.split_k;
-  if (sk < 0 || sk > kernels::kBlockwiseMaxSplitK)
-    detail::fail(fn, Status::kInvalidArgument, "options.split_k",
-                 detail::cat("split_k=", sk, " must be 0 (chosen by the library), 1 (no split) or 2..",
-                             kernels::kBlockwiseMaxSplitK));
+  const int sk = options.split_k;  // range checked with the config
   if (sk >= 2) {
     if (K % (int64_t{kScaleGroupK} * sk) != 0)
       detail::fail(fn, Status::kInvalidArgument, "options.split_k",
@@ -329,32 +361,29 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   const kernels::TileOrder order = kernels::blockwise_tile_order(M, N);
   a.swizzle = order.swizzle;
   a.raster = order.raster;
-  int run_config = config, splits = 1;
-  if (sk >= 2) {
-    if (config == kernels::kSkinnyConfig)
-      detail::fail(fn, Status::kInvalidArgument, "options.split_k",
-                   detail::cat("split_k=", sk, " applies to the CUTLASS configurations; for M=", M,
-                               " the heuristic chose config ", config, " (", kernels::kBlockwiseConfigs[config].name(),
-                               "): force a configuration with options.config"));
-    splits = sk;
-  } else if (sk == 0 && options.workspace != nullptr) {
-    const BlockwisePlan plan = blockwise_plan(M, N, K, gx, gw, options, dev.sm_count);
-    if (plan.split_k > 1 && options.workspace_bytes >= blockwise_splitk_bytes(M, N, plan.split_k)) {
-      run_config = plan.config;
-      splits = plan.split_k;
-    }
+  if (sk >= 2 && config == kernels::kSkinnyConfig)
+    detail::fail(fn, Status::kInvalidArgument, "options.split_k",
+                 detail::cat("split_k=", sk, " applies to the CUTLASS configurations; for M=", M,
+                             " the heuristic chose config ", config, " (", kernels::kBlockwiseConfigs[config].name(),
+                             "): force a configuration with options.config"));
+  // The plan splits where it is forced to or chooses to, when the workspace holds its slices (a
+  // forced split's workspace was checked above).
+  BlockwisePlan run{config, 1};
+  if (options.workspace != nullptr && sk != 1) {
+    const BlockwisePlan plan = plan_unchecked(M, N, K, gx, gw, options, dev.sm_count);
+    if (plan.split_k > 1 && options.workspace_bytes >= blockwise_splitk_bytes(M, N, plan.split_k)) run = plan;
   }
-  if (splits == 1) return kernels::run_blockwise_gemm(a, config, stream);
+  if (run.split_k == 1) return kernels::run_blockwise_gemm(a, config, stream);
   // The GEMM writes S unbiased float32 slices into the workspace; the reduction writes y.
   kernels::BlockwiseGemmArgs g = a;
-  g.splits = splits;
+  g.splits = run.split_k;
   g.y = options.workspace;
   g.y_dtype = DType::kF32;
   g.ldy = N;
   g.bias_f32 = nullptr;
   g.bias_out = nullptr;
-  kernels::run_blockwise_gemm(g, run_config, stream);
-  kernels::run_blockwise_splitk_reduce(a, static_cast<const float*>(options.workspace), splits, stream);
+  kernels::run_blockwise_gemm(g, run.config, stream);
+  kernels::run_blockwise_splitk_reduce(a, static_cast<const float*>(options.workspace), run.split_k, stream);
 }
 
 int blockwise_num_configs() { return kernels::kBlockwiseNumConfigs; }
@@ -381,45 +410,17 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
 
 BlockwisePlan blockwise_plan(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                              const BlockwiseOptions& options, int sm_count) {
-  BlockwisePlan plan;
-  plan.config = options.config >= 0 ? options.config : blockwise_choose_config(M, N, K, gx, gw, sm_count);
-  if (options.split_k >= 1) {
-    plan.split_k = plan.config == kernels::kSkinnyConfig ? 1 : options.split_k;
-    return plan;
-  }
-  if (plan.config != kernels::kSkinnyConfig) {
-    plan.split_k = kernels::blockwise_split_k(M, N, K, plan.config, sm_count);
-    return plan;
-  }
-  // The skinny kernel's pick at 9..32 tokens (not for one or two tiles of W, which it always takes):
-  // the 64x128 tile split over K, where the rule splits it, measured faster (tune_blockwise_splitk.jsonl,
-  // against the skinny kernel in blockwise.json): 2112x7168 at M = 32 16.8 -> 12.6 us, at 16
-  // 13.6 -> 13.0; 4096x14336 at 16 24.1 -> 22.7; 4096x7168 at 16 17.1 -> 15.8; 4096x4096 at 16
-  // even (12.5 / 12.7). At M <= 8 the skinny kernel stays ahead (2112x7168: 11.5 us).
-  constexpr int kNarrow = 1;  // the 64x128 ping-pong tile
-  if (options.config == -1 && M > 8 && ceil_div(N, int64_t{128}) > 2 &&
-      kernels::blockwise_config_supports(kNarrow, gx, gw)) {
-    const int s = kernels::blockwise_split_k(M, N, K, kNarrow, sm_count);
-    if (s > 1) plan = {kNarrow, s};
-  }
-  return plan;
+  const char* fn = "blockwise_plan";
+  if (M < 0 || N <= 0 || K <= 0 || M > kMaxExtent || N > kMaxExtent || K > kMaxExtent)
+    detail::fail(fn, Status::kInvalidArgument, "M", detail::cat("shape M=", M, " N=", N, " K=", K, " is not a problem"));
+  check_config_and_split(fn, options);
+  return plan_unchecked(M, N, K, gx, gw, options, sm_count);
 }
 
 size_t blockwise_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                                         const BlockwiseOptions& options, int sm_count) {
-  const char* fn = "blockwise_linear_workspace_bytes";
-  if (M < 0 || N <= 0 || K <= 0 || M > kMaxExtent || N > kMaxExtent || K > kMaxExtent)
-    detail::fail(fn, Status::kInvalidArgument, "M", detail::cat("shape M=", M, " N=", N, " K=", K, " is not a problem"));
-  if (options.config < -1 || options.config >= kernels::kBlockwiseNumConfigs)
-    detail::fail(fn, Status::kInvalidArgument, "options.config",
-                 detail::cat("config ", options.config, " is outside [-1, ", kernels::kBlockwiseNumConfigs, ")"));
-  if (options.split_k < 0 || options.split_k > kernels::kBlockwiseMaxSplitK)
-    detail::fail(fn, Status::kInvalidArgument, "options.split_k",
-                 detail::cat("split_k=", options.split_k, " must be 0 (chosen by the library), 1 (no split) or 2..",
-                             kernels::kBlockwiseMaxSplitK));
-  if (M == 0) return 0;
   if (sm_count <= 0) sm_count = device_info(-1).sm_count;
-  const int s = blockwise_plan(M, N, K, gx, gw, options, sm_count).split_k;
+  const int s = blockwise_plan(M, N, K, gx, gw, options, sm_count).split_k;  // checks the arguments
   return s > 1 ? blockwise_splitk_bytes(M, N, s) : 0;
 }
 

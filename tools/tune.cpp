@@ -176,7 +176,12 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   }
   size_t ws_bytes = 0;
   for (const Item& it : items)
-    if (it.split > 1) ws_bytes = std::max(ws_bytes, static_cast<size_t>(it.split * M * N * 4));
+    if (it.split > 1) {
+      BlockwiseOptions o;
+      o.config = it.config;
+      o.split_k = it.split;
+      ws_bytes = std::max(ws_bytes, blockwise_linear_workspace_bytes(M, N, K, gx, gw, o, sm_count));
+    }
   DeviceBuffer ws(std::max<size_t>(ws_bytes, 16));
   // The heuristic's line: its configuration (with --split-k: what it runs given a workspace).
   const BlockwisePlan plan = blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, sm_count);

@@ -86,8 +86,9 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
 // the configuration and the number of K slices (split_k 1: no split). Without a workspace it runs
 // blockwise_choose_config's pick unsplit. With options.split_k == 0 and options.config == -1, the
 // library may also take the 64x128 tile with a split where it would otherwise run the skinny
-// decode kernel (9 <= M <= 32 on narrow weights with a long K). Pure; the rule and its
-// measurements are in src/blockwise.cpp (blockwise_split_k).
+// decode kernel (9 <= M <= 32 on narrow weights with a long K). Pure host arithmetic; the rule
+// and its measurements are in src/blockwise.cpp (blockwise_split_k). kInvalidArgument for a bad
+// shape (M < 0, N or K <= 0, any of them >= 2^31), config index or split_k, naming the value.
 struct BlockwisePlan {
   int config = 0;
   int split_k = 1;

@@ -278,6 +278,12 @@ TEST(BlockwiseValidation, SplitK) {
   o.config = -1;
   expect_error([&] { blockwise_linear_workspace_bytes(16, 0, 512, G::kGroup1x128, G::kBlock128x128, o, 132); },
                Status::kInvalidArgument, "shape M=16 N=0 K=512");
+  // blockwise_plan checks the same.
+  expect_error([&] { blockwise_plan(-1, 256, 512, G::kGroup1x128, G::kBlock128x128, o, 132); },
+               Status::kInvalidArgument, "blockwise_plan: shape M=-1 N=256 K=512", "M");
+  o.split_k = -2;
+  expect_error([&] { blockwise_plan(16, 256, 512, G::kGroup1x128, G::kBlock128x128, o, 132); },
+               Status::kInvalidArgument, "split_k=-2 must be", "options.split_k");
 }
 
 TEST(BlockwiseValidation, ProblemTooLarge) {
