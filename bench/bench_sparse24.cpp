@@ -4,7 +4,7 @@
 // Per layer (weight N x K) the weight is random bf16, compressed once by qsgemm::sparse24_compress
 // (magnitude pruning, per-channel scales); activations are random e4m3 with random positive
 // per-token scales. qsgemm_us is sparse24_linear with bf16 output and no bias, the configuration the
-// heuristic picks, given a workspace (so it may pick a stream-K configuration). The baselines get
+// heuristic picks, given a workspace (so it may pick a stream-K configuration or split K). The baselines get
 // dense random e4m3 / bf16 operands of the same shape (their times do not depend on the values;
 // cuSPARSELt prunes its own copy). The default and the fast-accumulation qsgemm and the three
 // baselines of a point are timed in two interleaved rounds, forward then reverse (PointTimer).
@@ -157,8 +157,16 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
     row.bytes_moved = weight_bytes + M * K + 2 * M * N + 4 * M;
     // qsgemm runs with a workspace (allocated here, outside the timing), so the heuristic may choose
     // its stream-K configurations.
-    guarded(row, "sparse24_choose_config",
-            [&] { row.config = sparse24_config(sparse24_choose_config(M, N, K, env.report.sms, false, true)).name(); });
+    // The configuration is what sparse24_plan says it runs given a workspace; a split-K run's name
+    // ends in "_splitkS".
+    auto plan_name = [&](bool fast_accum) {
+      Sparse24LinearOptions o;
+      o.fast_accum = fast_accum;
+      const Sparse24Plan plan = sparse24_plan(M, N, K, o, env.report.sms);
+      return sparse24_config(plan.config).name() +
+             (plan.split_k > 1 ? "_splitk" + std::to_string(plan.split_k) : std::string());
+    };
+    guarded(row, "sparse24_plan", [&] { row.config = plan_name(false); });
     DeviceBuffer workspace;
     size_t workspace_bytes = 0;
     guarded(row, "sparse24_linear_workspace_bytes", [&] {
@@ -174,8 +182,7 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
     BenchRow fast = row;
     fast.family = "sparse24_fastaccum";
     fast.notes.clear();
-    guarded(fast, "sparse24_choose_config",
-            [&] { fast.config = sparse24_config(sparse24_choose_config(M, N, K, env.report.sms, true, true)).name(); });
+    guarded(fast, "sparse24_plan", [&] { fast.config = plan_name(true); });
 
     // qsgemm (default: promoted accumulation; or FP8 fast accumulation) for row r, or null with a
     // note when it cannot run.

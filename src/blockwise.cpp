@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
+#include "kernels/sm90/splitk/splitk_reduce.h"
 #include "qsgemm/device.h"
 #include "qsgemm/formats.h"
 #include "validate.h"
@@ -383,7 +384,19 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   g.bias_f32 = nullptr;
   g.bias_out = nullptr;
   kernels::run_blockwise_gemm(g, run.config, stream);
-  kernels::run_blockwise_splitk_reduce(a, static_cast<const float*>(options.workspace), run.split_k, stream);
+  kernels::SplitKReduceArgs r;
+  r.ws = static_cast<const float*>(options.workspace);
+  r.splits = run.split_k;
+  r.M = a.M;
+  r.N = a.N;
+  r.bias_f32 = a.bias_f32;
+  r.bias_out = a.bias_out;
+  r.y = a.y;
+  r.y_dtype = a.y_dtype;
+  r.ldy = a.ldy;
+  r.sm_count = a.sm_count;
+  r.fn = fn;
+  kernels::run_splitk_reduce(r, stream);
 }
 
 int blockwise_num_configs() { return kernels::kBlockwiseNumConfigs; }

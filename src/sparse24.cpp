@@ -7,6 +7,7 @@
 #include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
 #include "kernels/sm90/sparse24/sparse24_launch.h"
 #include "kernels/sm90/sparse24/sparse24_skinny.h"
+#include "kernels/sm90/splitk/splitk_reduce.h"
 #include "sparse24_heuristic.h"
 #include "qsgemm/device.h"
 #include "qsgemm/formats.h"
@@ -101,21 +102,84 @@ size_t config_workspace_bytes(int64_t M, int64_t N, int64_t K, int sm_count, int
   return std::max<size_t>(kernels::sparse24_gemm_workspace_bytes(a, config), 16);
 }
 
+// Split-K runs on the data-parallel CUTLASS configurations only.
+bool splittable(int config) {
+  const ConfigRow& r = config_table()[static_cast<size_t>(config)];
+  return !r.stream_k && !r.skinny;
+}
+
+// Bytes of the split-K workspace: S float32 slices of [M][N].
+size_t splitk_bytes(int64_t M, int64_t N, int S) { return static_cast<size_t>(S) * static_cast<size_t>(M * N) * 4; }
+
+// The option rules every entry point shares: the config index and the split_k range.
+void check_config_and_split(const char* fn, const Sparse24LinearOptions& o) {
+  check_config_index(fn, o.config);
+  if (o.split_k < 0 || o.split_k > kernels::kSparse24MaxSplitK)
+    detail::fail(fn, Status::kInvalidArgument, "options.split_k",
+                 detail::cat("split_k=", o.split_k, " must be 0 (chosen by the library), 1 (no split) or 2..",
+                             kernels::kSparse24MaxSplitK));
+}
+
+// sparse24_plan without its argument checks. A forced split (split_k >= 2) picks among the
+// data-parallel configurations when options.config leaves the choice to the heuristic.
+Sparse24Plan plan_unchecked(int64_t M, int64_t N, int64_t K, const Sparse24LinearOptions& o, int sm_count) {
+  Sparse24Plan p;
+  p.config = o.config >= 0 ? o.config : sparse24_choose_config(M, N, K, sm_count, o.fast_accum, o.split_k < 2);
+  // A forced split where the heuristic took the decode kernel: the 64x32 tile it would take otherwise.
+  if (o.split_k >= 2 && o.config < 0 && config_table()[static_cast<size_t>(p.config)].skinny)
+    p.config = (o.fast_accum ? kernels::sparse24_detail::kFast : kernels::sparse24_detail::kDefault)[0].index;
+  if (!splittable(p.config) || o.split_k == 1) return p;
+  if (o.split_k >= 2) {
+    p.split_k = o.split_k;
+    return p;
+  }
+  const ConfigRow& r = config_table()[static_cast<size_t>(p.config)];
+  p.split_k = kernels::sparse24_split_k(M, N, K, r.tm, r.tn, sm_count);
+  return p;
+}
+
+// A forced split's rules: a data-parallel configuration and whole 256-wide K tiles per slice.
+void check_forced_split(const char* fn, int64_t M, int64_t K, const Sparse24LinearOptions& o, const Sparse24Plan& p) {
+  if (o.split_k < 2) return;
+  if (!splittable(p.config))
+    detail::fail(fn, Status::kInvalidArgument, "options.split_k",
+                 detail::cat("split_k=", o.split_k, " applies to the data-parallel configurations, not config ", p.config,
+                             " (", sparse24_config(p.config).name(), ")", o.config < 0 ? detail::cat(", the heuristic's choice for M=", M) : std::string()));
+  if (K % (kernels::kSparse24SplitTileK * o.split_k) != 0)
+    detail::fail(fn, Status::kInvalidArgument, "options.split_k",
+                 detail::cat("split_k=", o.split_k, " needs K to be a multiple of 256 x ", o.split_k, " = ",
+                             kernels::kSparse24SplitTileK * o.split_k, "; got K=", K));
+}
+
+void check_plan_args(const char* fn, int64_t M, int64_t N, int64_t K, const Sparse24LinearOptions& options, int sm_count) {
+  check_weight_shape(fn, N, K);
+  if (M < 0 || M > (int64_t{1} << 30))
+    detail::fail(fn, Status::kInvalidArgument, "M", detail::cat("M=", M, " is outside [0, 2^30]"));
+  check_config_and_split(fn, options);
+  if (sm_count < 0) detail::fail(fn, Status::kInvalidArgument, "sm_count", detail::cat("sm_count=", sm_count, " is negative"));
+}
+
 }  // namespace
+
+Sparse24Plan sparse24_plan(int64_t M, int64_t N, int64_t K, const Sparse24LinearOptions& options, int sm_count) {
+  const char* fn = "sparse24_plan";
+  check_plan_args(fn, M, N, K, options, sm_count);
+  if (sm_count == 0) sm_count = device_info(-1).sm_count;
+  const Sparse24Plan p = plan_unchecked(std::max<int64_t>(M, 1), N, K, options, sm_count);
+  check_forced_split(fn, M, K, options, p);
+  return p;
+}
 
 size_t sparse24_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, const Sparse24LinearOptions& options,
                                        int sm_count) {
   const char* fn = "sparse24_linear_workspace_bytes";
-  check_weight_shape(fn, N, K);
-  if (M < 0 || M > (int64_t{1} << 30))
-    detail::fail(fn, Status::kInvalidArgument, "M", detail::cat("M=", M, " is outside [0, 2^30]"));
-  check_config_index(fn, options.config);
-  if (sm_count < 0) detail::fail(fn, Status::kInvalidArgument, "sm_count", detail::cat("sm_count=", sm_count, " is negative"));
+  check_plan_args(fn, M, N, K, options, sm_count);
   if (M == 0) return 0;
   if (sm_count == 0) sm_count = device_info(-1).sm_count;
-  const int config =
-      options.config >= 0 ? options.config : sparse24_choose_config(M, N, K, sm_count, options.fast_accum, true);
-  return config_workspace_bytes(M, N, K, sm_count, config);
+  const Sparse24Plan p = plan_unchecked(M, N, K, options, sm_count);
+  check_forced_split(fn, M, K, options, p);
+  if (p.split_k > 1) return splitk_bytes(M, N, p.split_k);
+  return config_workspace_bytes(M, N, K, sm_count, p.config);
 }
 
 Sparse24WeightBytes sparse24_weight_bytes(int64_t N, int64_t K, bool per_tensor_scale) {
@@ -176,6 +240,43 @@ void sparse24_decompress(const SparseFp8Weight& w, const MatrixView& out, cudaSt
                                       out.ld, stream);
 }
 
+namespace {
+
+// Split-K: the GEMM writes S scaled, unbiased float32 slices into the workspace; the reduction adds
+// them in order with the bias and writes y.
+void run_split(const kernels::Sparse24GemmArgs& a, const Sparse24Plan& p, void* workspace, const char* fn,
+               cudaStream_t stream) {
+  kernels::Sparse24GemmArgs g = a;
+  g.splits = p.split_k;
+  g.y = workspace;
+  g.y_dtype = DType::kF32;
+  g.ldy = a.n_out;
+  g.bias = nullptr;
+  g.bias_dtype = DType::kF32;
+  g.workspace = nullptr;
+  g.workspace_bytes = 0;
+  kernels::run_sparse24_gemm(g, p.config, stream);
+  kernels::SplitKReduceArgs r;
+  r.ws = static_cast<const float*>(workspace);
+  r.splits = p.split_k;
+  r.M = static_cast<int>(a.m_tok);
+  r.N = static_cast<int>(a.n_out);
+  if (a.bias != nullptr) {
+    if (a.bias_dtype == DType::kF32)
+      r.bias_f32 = static_cast<const float*>(a.bias);
+    else
+      r.bias_out = a.bias;
+  }
+  r.y = a.y;
+  r.y_dtype = a.y_dtype;
+  r.ldy = a.ldy;
+  r.sm_count = a.sm_count;
+  r.fn = fn;
+  kernels::run_splitk_reduce(r, stream);
+}
+
+}  // namespace
+
 void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const SparseFp8Weight& w, const VectorView& bias,
                      const MatrixView& y, const Sparse24LinearOptions& options, cudaStream_t stream) {
   const char* fn = "sparse24_linear";
@@ -194,7 +295,7 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
                    detail::cat("bias dtype ", dtype_name(bias.dtype), " must be fp32 or the output dtype ", dtype_name(y.dtype)));
     detail::check_ptr(fn, "bias", bias.data, 16);
   }
-  check_config_index(fn, options.config);
+  check_config_and_split(fn, options);
   const bool forced_stream_k = options.config >= 0 && config_table()[static_cast<size_t>(options.config)].stream_k;
   if (forced_stream_k && options.workspace == nullptr)
     detail::fail(fn, Status::kInvalidArgument, "options.workspace",
@@ -210,6 +311,21 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
     detail::fail(fn, Status::kInvalidArgument, "x", detail::cat("M=", x.rows, " exceeds 2^30"));
   detail::check_ptr(fn, "x_scale", x_scale.data, 4);
   const DeviceInfo dev = device_info(-1);
+  // A forced split: its configuration, K and workspace rules (before the device check, so that
+  // they are reported anywhere).
+  const int sk = options.split_k;
+  Sparse24Plan forced;
+  if (sk >= 2) {
+    forced = plan_unchecked(x.rows, w.N, w.K, options, dev.sm_count);
+    check_forced_split(fn, x.rows, w.K, options, forced);
+    const size_t need = splitk_bytes(x.rows, w.N, sk);
+    if (options.workspace == nullptr || options.workspace_bytes < need)
+      detail::fail(fn, Status::kInvalidArgument, "options.workspace",
+                   detail::cat("split_k=", sk, " needs a workspace of ", need, " bytes (", sk, " x M=", x.rows, " x N=",
+                               w.N, " x 4); got ",
+                               options.workspace == nullptr ? std::string("none")
+                                                            : detail::cat("workspace_bytes=", options.workspace_bytes)));
+  }
   detail::require_sm90(fn);
 
   kernels::Sparse24GemmArgs a;
@@ -230,6 +346,10 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   a.y_dtype = y.dtype;
   a.ldy = y.ld;
   a.sm_count = dev.sm_count;
+  const kernels::TileOrder order = kernels::sparse24_tile_order(x.rows, w.N);
+  a.swizzle = order.swizzle;
+  a.raster = order.raster;
+  if (sk >= 2) return run_split(a, forced, options.workspace, fn, stream);
   // The workspace the configuration needs (0 without stream-K), worked out once. A stream-K choice
   // of the heuristic runs only with a large enough workspace; otherwise the heuristic's choice
   // among the configurations that need none.
@@ -254,9 +374,13 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
     a.workspace = options.workspace;
     a.workspace_bytes = options.workspace_bytes;
   }
-  const kernels::TileOrder order = kernels::sparse24_tile_order(x.rows, w.N);
-  a.swizzle = order.swizzle;
-  a.raster = order.raster;
+  // The library's split (split_k == 0), where the workspace holds its slices.
+  if (sk == 0 && options.workspace != nullptr && splittable(config)) {
+    const ConfigRow& r = config_table()[static_cast<size_t>(config)];
+    const int s = kernels::sparse24_split_k(x.rows, w.N, w.K, r.tm, r.tn, dev.sm_count);
+    if (s > 1 && options.workspace_bytes >= splitk_bytes(x.rows, w.N, s))
+      return run_split(a, Sparse24Plan{config, s}, options.workspace, fn, stream);
+  }
   if (config == kernels::kSparse24SkinnyConfig)
     kernels::run_sparse24_skinny(a, stream);
   else

@@ -140,6 +140,25 @@ inline int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm
   return family[i].index;
 }
 
+// Split-K for a data-parallel tile of tile_m weight rows x tile_n tokens (Sparse24LinearOptions::
+// split_k, given a workspace): the number of K slices, 1 for none. Narrow weights at small M leave
+// most SMs idle (1280 rows: 20 tiles of 64; 4096 rows: 64) while each busy SM streams its weight
+// rows alone; S slices of whole 256-wide K tiles multiply the CTAs by S. Split only where the tiles
+// fill at most half the SMs, into the largest S that keeps tiles x S within one wave and at least
+// kSparse24MinSliceK of K per slice. PROVISIONAL: to be fitted on the H200 sweep.
+inline constexpr int kSparse24MaxSplitK = 16;
+inline constexpr int64_t kSparse24SplitTileK = 256;  // slices are whole K tiles of 256
+inline constexpr int64_t kSparse24MinSliceK = 1024;
+inline int sparse24_split_k(int64_t M_tokens, int64_t N_out, int64_t K, int tile_m, int tile_n, int sm_count) {
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  const int64_t tiles = ((N_out + tile_m - 1) / tile_m) * ((M_tokens + tile_n - 1) / tile_n);
+  if (K % kSparse24SplitTileK != 0 || 2 * tiles > sms) return 1;
+  const int64_t k_tiles = K / kSparse24SplitTileK;
+  for (int64_t s = kSparse24MaxSplitK; s >= 2; --s)
+    if (k_tiles % s == 0 && K / s >= kSparse24MinSliceK && tiles * s <= sms) return static_cast<int>(s);
+  return 1;
+}
+
 // CUTLASS's persistent tile scheduler order (Sparse24GemmArgs::swizzle / raster). From 4096 tokens:
 // bands of 4 tiles, rastered along CUTLASS's M (the weight rows); measured on the H200 against
 // CUTLASS's default (no swizzle, its raster heuristic) on the 128x128 cooperative tile: 3-6 % faster

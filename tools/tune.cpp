@@ -226,6 +226,7 @@ int run_tune(int argc, char** argv) {
   if (argc < 1 || has_flag(argc, argv, "--help")) {
     std::printf(
         "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE] [--configs I,J,...] [--interleave]\n"
+        "                            [--split-k S1,S2,...]\n"
         "       qsgemm tune blockwise --m M --n N --k K [--json FILE] [--gx group_1x128|block_128x128|per_row]\n"
         "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n"
         "                             [--split-k S1,S2,...]\n"
@@ -236,7 +237,8 @@ int run_tune(int argc, char** argv) {
         "blockwise table with the given scale granularities (default 1x128 activations, 128x128 weights);\n"
         "--skinny-clusters times the skinny decode kernel with K split over clusters of 1, 2, 4 and 8 CTAs.\n"
         "--split-k times each CUTLASS configuration (of --configs, or all) with each listed split-K factor\n"
-        "(1 = no split), given a workspace; the heuristic's line is its configuration with its split.\n"
+        "(1 = no split), given a workspace; the heuristic's line is its configuration with its split (for\n"
+        "sparse24 the stream-K and decode configurations run once, unsplit).\n"
         "--configs times only the listed configuration indices (with --skinny-clusters: cluster indices\n"
         "0-3). --interleave times them in two rounds, forward then reverse order, and reports the mean of\n"
         "the two medians (what the benchmark does; a kernel timed right after a long one can run slower).\n");
@@ -269,28 +271,68 @@ int run_tune(int argc, char** argv) {
                     static_cast<float*>(scales.get()), false};
   sparse24_compress(MatrixView(dense.get(), DType::kBF16, N, K), w, {}, ws.get(), stream);
   Timer timer(stream);
-  // The heuristic as sparse24_linear runs it with a workspace; one workspace for every stream-K
-  // configuration (the largest they need).
-  const int chosen = sparse24_choose_config(M, N, K, d.sm_count, false, true);
-  size_t ws_bytes = 0;
-  for (int i = 0; i < sparse24_num_configs(); ++i) {
-    Sparse24LinearOptions opt;
-    opt.config = i;
-    ws_bytes = std::max(ws_bytes, sparse24_linear_workspace_bytes(M, N, K, opt, d.sm_count));
-  }
-  DeviceBuffer workspace(ws_bytes);
   SweepOptions so;
   if (!parse_sweep_options(argc, argv, sparse24_num_configs(), &so)) return 2;
+  // --split-k LIST: each data-parallel configuration (of --configs, or all) with each forced split
+  // (Sparse24LinearOptions::split_k; 1 = none); the stream-K and decode configurations once, unsplit.
+  struct Item {
+    int config, split;  // split 0: the configuration as it is (no --split-k)
+  };
+  std::vector<Item> items;
+  std::string v;
+  const bool splitting = arg_value(argc, argv, "--split-k", &v);
+  std::vector<int> configs = so.only;
+  if (configs.empty())
+    for (int i = 0; i < sparse24_num_configs(); ++i) configs.push_back(i);
+  so.only.clear();
+  if (splitting) {
+    std::vector<int> splits;
+    if (!parse_int_list(v, 1, 17, "--split-k", "a split", &splits)) return 2;
+    for (int c : configs) {
+      const Sparse24Config cfg = sparse24_config(c);
+      if (cfg.stream_k || cfg.skinny)
+        items.push_back({c, 1});
+      else
+        for (int sk : splits) items.push_back({c, sk});
+    }
+  } else {
+    for (int c : configs) items.push_back({c, 0});
+  }
+  auto options_of = [&](const Item& it) {
+    Sparse24LinearOptions opt;
+    opt.config = it.config;
+    opt.split_k = it.split;
+    return opt;
+  };
+  // One workspace for every item (the largest any needs; an item whose split does not apply is
+  // left to fail in the sweep with the library's message).
+  size_t ws_bytes = 16;
+  for (const Item& it : items) try {
+      ws_bytes = std::max(ws_bytes, sparse24_linear_workspace_bytes(M, N, K, options_of(it), d.sm_count));
+    } catch (const Error&) {
+    }
+  DeviceBuffer workspace(ws_bytes);
+  // The heuristic's line: what sparse24_linear runs given a workspace (its configuration and split).
+  const Sparse24Plan plan = sparse24_plan(M, N, K, Sparse24LinearOptions{}, d.sm_count);
+  int chosen = -1;
+  for (size_t j = 0; j < items.size(); ++j)
+    if (items[j].config == plan.config && (!splitting || std::max(items[j].split, 1) == plan.split_k))
+      chosen = static_cast<int>(j);
   std::string json;
   arg_value(argc, argv, "--json", &json);
   FILE* jf = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
   std::printf("tune sparse24 M=%lld N=%lld K=%lld\n", static_cast<long long>(M), static_cast<long long>(N),
               static_cast<long long>(K));
   const int rc = sweep(
-      "sparse24", M, N, K, sparse24_num_configs(), chosen, [](int i) { return sparse24_config(i).name(); },
+      "sparse24", M, N, K, static_cast<int>(items.size()), chosen,
+      [&](int i) {
+        const Item& it = items[static_cast<size_t>(i)];
+        const Sparse24Config cfg = sparse24_config(it.config);
+        const bool split_name = splitting && !cfg.stream_k && !cfg.skinny;
+        return cfg.name() + (split_name ? "_splitk" + std::to_string(it.split) : std::string());
+      },
       [&](int i, cudaStream_t st) {
-        Sparse24LinearOptions opt;
-        opt.config = i;
+        Sparse24LinearOptions opt = options_of(items[static_cast<size_t>(i)]);
         opt.workspace = workspace.get();
         opt.workspace_bytes = ws_bytes;
         sparse24_linear(MatrixView(x.get(), DType::kE4M3, M, K),

@@ -95,22 +95,46 @@ struct Sparse24LinearOptions {
   bool fast_accum = false;
   // Optional device workspace for the stream-K configurations (sparse24_config(i).stream_k), which
   // split K over SMs that would otherwise idle in a ragged last wave (up to 1.3x faster on some
-  // layers, docs/performance.md). Size: sparse24_linear_workspace_bytes(); 16-byte aligned. With
-  // workspace_bytes below that size (or no workspace) the heuristic picks among the configurations
-  // that need none, and a forced stream-K configuration is an error. The call zeroes part of it
-  // (cudaMemsetAsync on `stream`) before the kernel; do not share one workspace between calls that
-  // may run concurrently. Results are deterministic either way (partial tiles are added in K order).
+  // layers, docs/performance.md), and for split-K (split_k below). Size:
+  // sparse24_linear_workspace_bytes(); 16-byte aligned. With workspace_bytes below that size (or no
+  // workspace) the heuristic picks among the configurations that need none, and a forced stream-K
+  // configuration or split is an error. A stream-K call zeroes part of it (cudaMemsetAsync on
+  // `stream`) before the kernel; do not share one workspace between calls that may run
+  // concurrently. Results are deterministic either way (partial tiles are added in K order).
   // The stream-K configurations promote partial sums (as fast_accum = false); with a workspace the
   // heuristic may pick them for fast_accum requests too, where they measured faster.
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  // Split-K for the data-parallel configurations (not stream-K, not the decode kernel): K is cut
+  // into split_k slices of whole 256-wide K tiles, run as split_k batches of the same kernel into a
+  // float32 workspace [split_k][M][N] (scales applied); a second kernel adds the slices in slice
+  // order, adds the bias and rounds once. It fills the SMs that a narrow weight leaves idle at small
+  // M (the 1280-row tensor-parallel qkv shard gives 20 tiles of 64 rows on 132 SMs). Deterministic;
+  // not bit-identical to the unsplit kernel (the float32 sums are grouped differently).
+  //   0 (default): the library splits where it measured faster (sparse24_plan), when the workspace
+  //     holds sparse24_linear_workspace_bytes(); with none, or a smaller one, no split.
+  //   1: never split.
+  //   2..16: always split this many ways: needs K % (256 * split_k) == 0, a data-parallel
+  //     configuration (forced by options.config or chosen among them), and a workspace of at least
+  //     split_k * M * N * 4 bytes; otherwise kInvalidArgument.
+  int split_k = 0;
 };
 
+// What sparse24_linear runs for a problem when the caller gives a large enough workspace: the
+// configuration (options.config, or the heuristic's choice with stream-K allowed) and the number of
+// K slices (1: no split). options.workspace is not looked at. Pure host arithmetic (sm_count 0: the
+// current device's). Throws kInvalidArgument for a bad shape or option (as sparse24_linear would).
+struct Sparse24Plan {
+  int config = -1;
+  int split_k = 1;
+};
+Sparse24Plan sparse24_plan(int64_t M, int64_t N, int64_t K, const Sparse24LinearOptions& options, int sm_count = 0);
+
 // Bytes of workspace sparse24_linear needs to run Y[M,N] = X[M,K]·Wᵀ with `options` on a GPU with
-// `sm_count` SMs (0: the current device's): the stream-K configuration the heuristic would choose
-// (or options.config when it forces one) needs this much; 0 when the choice is not stream-K. Host
-// arithmetic only; the size depends on M, N, K and the SM count, not on dtypes or pointers.
-// Throws kInvalidArgument for a bad shape or config index.
+// `sm_count` SMs (0: the current device's) as sparse24_plan says: split_k · M · N · 4 for a split,
+// what CUTLASS's stream-K scheduler needs for a stream-K configuration, 0 otherwise. Host arithmetic
+// only; the size depends on M, N, K and the SM count, not on dtypes or pointers. Throws
+// kInvalidArgument for a bad shape or option.
 size_t sparse24_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, const Sparse24LinearOptions& options,
                                        int sm_count = 0);
 
@@ -120,7 +144,7 @@ size_t sparse24_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, const Sp
 //   w:       a compressed weight (sparse24_compress).
 //   bias:    optional (empty view = none), [N], dtype fp32 or the output dtype, 16-byte aligned.
 //   y:       bf16, fp16 or fp32 [M, N] row-major written, ld >= N, 16-byte aligned base and rows.
-//   options: see Sparse24LinearOptions; a workspace is optional (stream-K configurations only).
+//   options: see Sparse24LinearOptions; a workspace is optional (stream-K configurations and split-K).
 // M = 0 is a no-op. Accumulation is float32 with partial sums promoted every 4 sparse MMAs (256 of
 // K) unless options.fast_accum; see docs/performance.md for the measured error of both. (The
 // decode kernel, sparse24_config(i).skinny, sums fp16 products in float32 in either mode.)

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "qsgemm/device.h"
 #include "qsgemm/error.h"
 #include "qsgemm/quant.h"
 #include "qsgemm/sparse24.h"
@@ -397,6 +398,71 @@ TEST(Sparse24Validation, WorkspaceBytesAndStreamKNeedsAWorkspace) {
   c.opt.workspace = addr(0x70008);
   c.opt.workspace_bytes = 1 << 20;
   expect_error([&] { c.run(); }, Status::kMisaligned, "options.workspace");
+}
+
+TEST(Sparse24Validation, SplitK) {
+  LinearCase c;  // M = 16, N = 256, K = 512
+  c.opt.split_k = -1;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "split_k=-1 must be 0 (chosen by the library), 1 (no split) or 2..16", "options.split_k");
+  c.opt.split_k = 17;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "split_k=17 must be", "options.split_k");
+  c.opt.split_k = 3;  // 512 = 2 K tiles of 256
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "split_k=3 needs K to be a multiple of 256 x 3 = 768; got K=512", "options.split_k");
+  c.opt.split_k = 2;
+  c.opt.config = 12;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "split_k=2 applies to the data-parallel configurations, not config 12 (skinny_m32_splitk)",
+               "options.split_k");
+  c.opt.config = 10;  // stream-K: its own workspace rule first, then the split's
+  c.opt.workspace = addr(0x600000);
+  c.opt.workspace_bytes = 1 << 20;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "split_k=2 applies to the data-parallel configurations, not config 10 (128x32x256_c1x1_coop_streamk)",
+               "options.split_k");
+  c.opt.config = 0;
+  c.opt.workspace = nullptr;
+  c.opt.workspace_bytes = 0;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "split_k=2 needs a workspace of 32768 bytes (2 x M=16 x N=256 x 4); got none", "options.workspace");
+  c.opt.workspace = addr(0x600000);
+  c.opt.workspace_bytes = 32767;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "got workspace_bytes=32767", "options.workspace");
+  c.opt.workspace_bytes = 32768;
+  c.opt.workspace = addr(0x600008);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be 16-byte aligned", "options.workspace");
+  c.opt.workspace = addr(0x600000);
+  if (!device_info().supports_kernels()) expect_error([&] { c.run(); }, Status::kUnsupported, "sm_90a");
+  // The workspace size and the plan apply the same rules.
+  Sparse24LinearOptions o;
+  o.config = 0;
+  o.split_k = 2;
+  EXPECT_EQ(sparse24_linear_workspace_bytes(16, 256, 512, o, 132), 2u * 16 * 256 * 4);
+  const Sparse24Plan p = sparse24_plan(16, 256, 512, o, 132);
+  EXPECT_EQ(p.config, 0);
+  EXPECT_EQ(p.split_k, 2);
+  o.split_k = 3;
+  expect_error([&] { sparse24_linear_workspace_bytes(16, 256, 512, o, 132); }, Status::kInvalidArgument,
+               "split_k=3 needs K to be a multiple of 256 x 3", "options.split_k");
+  expect_error([&] { sparse24_plan(16, 256, 512, o, 132); }, Status::kInvalidArgument,
+               "sparse24_plan: split_k=3 needs K", "options.split_k");
+  o.split_k = 17;
+  expect_error([&] { sparse24_plan(16, 256, 512, o, 132); }, Status::kInvalidArgument, "split_k=17 must be",
+               "options.split_k");
+  o = Sparse24LinearOptions{};
+  expect_error([&] { sparse24_plan(-1, 256, 512, o, 132); }, Status::kInvalidArgument, "sparse24_plan: M=-1", "M");
+  expect_error([&] { sparse24_plan(1, 250, 512, o, 132); }, Status::kInvalidArgument, "N=250", "N");
+  // A forced split with the heuristic's choice: among the data-parallel configurations only (at
+  // M = 1 on this shape it would otherwise be the decode kernel).
+  o.split_k = 2;
+  EXPECT_FALSE(sparse24_config(sparse24_plan(1, 256, 512, o, 132).config).skinny);
+  EXPECT_FALSE(sparse24_config(sparse24_plan(1, 10240, 8192, o, 132).config).stream_k);
+  EXPECT_EQ(sparse24_plan(1, 10240, 8192, o, 132).split_k, 2);
+  // split_k = 1: never split; the default splits only where the rule does.
+  o.split_k = 1;
+  EXPECT_EQ(sparse24_plan(16, 1280, 8192, o, 132).split_k, 1);
+  EXPECT_EQ(sparse24_linear_workspace_bytes(16, 1280, 8192, o, 132), 0u);
 }
 
 TEST(QuantValidation, Rules) {

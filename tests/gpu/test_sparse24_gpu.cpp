@@ -197,6 +197,7 @@ struct LinearSpec {
   // Pass a workspace of sparse24_linear_workspace_bytes() (poisoned), as an engine would, so that the
   // heuristic may choose a stream-K configuration; a forced stream-K configuration needs it.
   bool workspace = true;
+  int split_k = 0;  // Sparse24LinearOptions::split_k
 };
 
 // Runs one sparse24_linear case and checks every element against the float64 reference.
@@ -205,7 +206,7 @@ void check_linear(const Weight& w, const LinearSpec& s, std::mt19937& rng) {
   SCOPED_TRACE(testing::Message() << "M=" << M << " N=" << N << " K=" << K << " out=" << dtype_name(s.out)
                                   << " bias=" << (s.bias == DType::kU8 ? "none" : dtype_name(s.bias))
                                   << " x_scalar=" << s.x_scalar << " config=" << s.config
-                                  << " fast_accum=" << s.fast_accum);
+                                  << " fast_accum=" << s.fast_accum << " split_k=" << s.split_k);
   // Activations: random floats quantized per token on the host (fresh data per case).
   std::vector<float> xf = random_floats(static_cast<size_t>(M * ldx), rng, 3.0f);
   std::vector<uint8_t> xq(M * ldx, 0);
@@ -241,11 +242,15 @@ void check_linear(const Weight& w, const LinearSpec& s, std::mt19937& rng) {
   Sparse24LinearOptions opt;
   opt.config = s.config;
   opt.fast_accum = s.fast_accum;
+  opt.split_k = s.split_k;
   DeviceBuffer<uint8_t> workspace;
   if (s.workspace) {
     size_t bytes = 0;
     ASSERT_NO_THROW(bytes = sparse24_linear_workspace_bytes(M, N, K, opt));
-    if (s.config >= 0) EXPECT_EQ(bytes > 0, sparse24_config(s.config).stream_k && M > 0);
+    const Sparse24Plan plan = sparse24_plan(M, N, K, opt);
+    if (s.split_k >= 2) EXPECT_EQ(plan.split_k, s.split_k);
+    if (plan.split_k > 1) EXPECT_EQ(bytes, static_cast<size_t>(plan.split_k * M * N * 4));
+    if (s.config >= 0) EXPECT_EQ(bytes > 0, (sparse24_config(s.config).stream_k || plan.split_k > 1) && M > 0);
     if (bytes > 0) {
       workspace.resize(bytes);
       workspace.poison();  // the call must set up what the kernel reads
@@ -438,6 +443,59 @@ TEST(Sparse24Gpu, LinearWideTokenTileByHeuristic) {
   LinearSpec f32{8192, DType::kF32, DType::kF32};
   f32.workspace = false;
   check_linear(w, f32, rng);
+}
+
+// Split-K (Sparse24LinearOptions::split_k), forced: every data-parallel configuration with 2, 3 and
+// 6 slices of a 6-tile K on a weight off the 64- and 128-row tile edges (392 rows), token counts off
+// the token tiles, into a NaN-poisoned workspace; then every output dtype with both bias dtypes,
+// per-tensor scales (activations and weight) and padded leading dimensions.
+TEST(Sparse24Gpu, LinearSplitKEveryConfiguration) {
+  QSGEMM_REQUIRE_SM90();
+  std::mt19937 rng(11);
+  Weight w;
+  make_weight(w, 392, 1536, rng);
+  for (int c = 0; c < sparse24_num_configs(); ++c) {
+    const Sparse24Config cfg = sparse24_config(c);
+    if (cfg.stream_k || cfg.skinny) continue;
+    for (int split : {2, 3, 6})
+      for (int64_t M : {1, 19, 130}) {
+        LinearSpec sp{M, DType::kBF16, DType::kBF16, false, c};
+        sp.split_k = split;
+        check_linear(w, sp, rng);
+      }
+  }
+  Weight wt;
+  make_weight(wt, 136, 2048, rng, /*per_tensor=*/true);
+  for (const Weight* wp : {&w, &wt})
+    for (int c : {0, 3}) {
+      auto spec = [&](int64_t M, DType out, DType bias, bool x_scalar, int64_t ldx_pad = 0, int64_t ldy_pad = 0) {
+        LinearSpec sp{M, out, bias, x_scalar, c, ldx_pad, ldy_pad};
+        sp.split_k = 2;
+        return sp;
+      };
+      check_linear(*wp, spec(33, DType::kF16, DType::kF16, true), rng);
+      check_linear(*wp, spec(40, DType::kF32, DType::kF32, false), rng);
+      check_linear(*wp, spec(7, DType::kBF16, DType::kF32, false, 16, 8), rng);
+      check_linear(*wp, spec(200, DType::kF32, DType::kU8, true), rng);
+    }
+}
+
+// Split-K by the library's own rule: the 1280-row tensor-parallel shard at small M (20 tiles of 64
+// rows on 132 SMs) splits when given a workspace, and runs unsplit without one.
+TEST(Sparse24Gpu, LinearSplitKByHeuristic) {
+  QSGEMM_REQUIRE_SM90();
+  std::mt19937 rng(12);
+  Weight w;
+  make_weight(w, 1280, 8192, rng);
+  for (int64_t M : {16, 64}) {
+    const Sparse24Plan plan = sparse24_plan(M, 1280, 8192, Sparse24LinearOptions{});
+    ASSERT_GT(plan.split_k, 1) << "M=" << M;
+    check_linear(w, LinearSpec{M, DType::kBF16, DType::kBF16}, rng);
+    check_linear(w, LinearSpec{M, DType::kF32, DType::kF32}, rng);
+    LinearSpec none{M, DType::kBF16};
+    none.workspace = false;
+    check_linear(w, none, rng);
+  }
 }
 
 TEST(Sparse24Gpu, LinearLargeK) {

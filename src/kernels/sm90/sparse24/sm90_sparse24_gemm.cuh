@@ -95,15 +95,29 @@ struct Sm90Sparse24Gemm {
   using SparseConfig = typename CollectiveMainloop::SparseConfig;
 
   static typename Gemm::Arguments arguments(const Sparse24GemmArgs& a) {
-    const auto problem = cute::make_shape(static_cast<int>(a.n_out), static_cast<int>(a.m_tok),
-                                          static_cast<int>(a.k), 1);
+    // Split-K: S batches of the same kernel, batch s on K columns [s·K/S, (s+1)·K/S) (whole K tiles),
+    // writing the float32 slice s of the workspace. The compressed values keep their row stride K
+    // (a K-range of each row, CUTLASS's K-major layout (m, (2, k/2)) : (K, (1, 2)) with a batch
+    // stride of K/S logical elements); the metadata's 128-wide K panels are contiguous (docs/formats.md
+    // §4.3), so slice s starts s·K/S/128 panels in, which is what fill_layoutE gives for L = S.
+    const int S = a.splits;
+    const int64_t ks = a.k / S;
+    const auto problem = cute::make_shape(static_cast<int>(a.n_out), static_cast<int>(a.m_tok), static_cast<int>(ks), S);
     typename Gemm::Arguments args;
-    args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+    args.mode = S > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm;
     args.problem_shape = problem;
     args.mainloop.ptr_A = reinterpret_cast<const ElementA*>(a.w_values);
-    args.mainloop.layout_a = SparseConfig::fill_layoutA(problem);
+    using LayoutA = decltype(args.mainloop.layout_a);
+    if (S == 1) {
+      args.mainloop.layout_a = SparseConfig::fill_layoutA(problem);
+    } else {
+      const LayoutA sliced = cute::make_layout(
+          cute::make_shape(static_cast<int32_t>(a.n_out), cute::make_shape(cute::_2{}, static_cast<int32_t>(ks / 2)), S),
+          cute::make_stride(static_cast<int64_t>(a.k), cute::make_stride(cute::_1{}, cute::_2{}), ks));
+      args.mainloop.layout_a = sliced;
+    }
     args.mainloop.ptr_B = reinterpret_cast<const ElementB*>(a.x);
-    args.mainloop.dB = cute::make_stride(static_cast<int64_t>(a.ldx), cute::_1{}, int64_t(0));
+    args.mainloop.dB = cute::make_stride(static_cast<int64_t>(a.ldx), cute::_1{}, S > 1 ? ks : int64_t(0));
     args.mainloop.ptr_E = reinterpret_cast<const typename CollectiveMainloop::ElementE*>(a.w_meta);
     args.mainloop.layout_e = SparseConfig::fill_layoutE(problem);
     if constexpr (!FastAccum) args.mainloop.mma_promotion_interval = 4;
@@ -115,7 +129,8 @@ struct Sm90Sparse24Gemm {
     fusion.op_2 = {static_cast<const ElementBias*>(a.bias), ElementBias(0), {true, cute::_0{}, int64_t(0)}};
     args.epilogue.ptr_C = nullptr;
     args.epilogue.ptr_D = static_cast<ElementOut*>(a.y);
-    args.epilogue.dD = cute::make_stride(cute::_1{}, static_cast<int64_t>(a.ldy), int64_t(0));
+    args.epilogue.dD = cute::make_stride(cute::_1{}, static_cast<int64_t>(a.ldy),
+                                         S > 1 ? static_cast<int64_t>(a.ldy) * a.m_tok : int64_t(0));
     args.epilogue.dC = args.epilogue.dD;
     args.hw_info.device_id = 0;
     args.hw_info.sm_count = a.sm_count;
@@ -136,7 +151,11 @@ struct Sm90Sparse24Gemm {
     const char* fn = "sparse24_linear";
     const typename Gemm::Arguments args = arguments(a);
 
-    const cutlass::Status can = Gemm::can_implement(args);
+    // CUTLASS's check requires layout_a to be fill_layoutA of the problem, which a K slice of the
+    // full-K rows is not (its row stride is K): check the rest with that layout in its place.
+    typename Gemm::Arguments check = args;
+    check.mainloop.layout_a = SparseConfig::fill_layoutA(args.problem_shape);
+    const cutlass::Status can = Gemm::can_implement(check);
     if (can != cutlass::Status::kSuccess)
       detail::fail(fn, Status::kInvalidArgument, "",
                    detail::cat("CUTLASS can_implement refused M=", a.m_tok, " N=", a.n_out, " K=", a.k, " ldx=", a.ldx,

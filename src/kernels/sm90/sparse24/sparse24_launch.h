@@ -27,6 +27,11 @@ struct Sparse24GemmArgs {
   // (16-byte aligned) and its size; null and 0 for the others.
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  // Split-K (data-parallel configurations only): > 1 runs the GEMM as `splits` batches over K slices
+  // of K / splits (whole 256-wide K tiles: K % (256 * splits) == 0) into y = float32
+  // [splits][m_tok][ldy], scaled and unbiased; run_splitk_reduce (kernels/sm90/splitk/splitk_reduce.h)
+  // then writes the real output. src/sparse24.cpp sets it up.
+  int splits = 1;
 };
 
 // Runs configuration `config` (an index of QSGEMM_SPARSE24_CONFIGS). Throws qsgemm::Error when

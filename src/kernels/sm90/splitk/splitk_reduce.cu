@@ -1,5 +1,5 @@
-// The second kernel of a split-K blockwise call (src/blockwise.cpp): the GEMM wrote S float32
-// partial products ws[s][M][N] (one per K slice, sm90_blockwise_gemm.cuh); this kernel writes
+// The second kernel of a split-K call (blockwise_linear, sparse24_linear): the GEMM wrote S float32
+// partial products ws[s][M][N] (one per K slice, scales applied, no bias); this kernel writes
 //   y[m,n] = round(((ws[0][m][n] + ws[1][m][n]) + ... + ws[S-1][m][n]) + bias_f32[n] + bias_out[n])
 // in slice order, so the result does not depend on scheduling. Four consecutive columns per
 // thread (N % 4 == 0: blockwise_linear's output rules), float4 loads, one store of 4 outputs.
@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
+#include "kernels/sm90/splitk/splitk_reduce.h"
 #include "validate.h"
 
 namespace qsgemm::kernels {
@@ -85,11 +85,11 @@ __global__ void __launch_bounds__(256) splitk_reduce_kernel(const SplitKReducePa
 }
 
 template <class Out>
-void launch(const BlockwiseGemmArgs& a, const float* ws, int splits, cudaStream_t stream) {
+void launch(const SplitKReduceArgs& a, cudaStream_t stream) {
   SplitKReduceParams<Out> p;
-  p.ws = ws;
+  p.ws = a.ws;
   p.slice = static_cast<int64_t>(a.M) * a.N;
-  p.splits = splits;
+  p.splits = a.splits;
   p.M = a.M;
   p.N = a.N;
   p.bias_f32 = a.bias_f32;
@@ -110,20 +110,19 @@ void launch(const BlockwiseGemmArgs& a, const float* ws, int splits, cudaStream_
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  detail::check_cuda(cudaLaunchKernelEx(&cfg, splitk_reduce_kernel<Out>, p), "blockwise_linear",
-                     "cudaLaunchKernelEx(split-K reduction)");
+  detail::check_cuda(cudaLaunchKernelEx(&cfg, splitk_reduce_kernel<Out>, p), a.fn, "cudaLaunchKernelEx(split-K reduction)");
 }
 
 }  // namespace
 
-void run_blockwise_splitk_reduce(const BlockwiseGemmArgs& a, const float* ws, int splits, cudaStream_t stream) {
+void run_splitk_reduce(const SplitKReduceArgs& a, cudaStream_t stream) {
   switch (a.y_dtype) {
-    case DType::kBF16: return launch<__nv_bfloat16>(a, ws, splits, stream);
-    case DType::kF16: return launch<__half>(a, ws, splits, stream);
-    case DType::kF32: return launch<float>(a, ws, splits, stream);
+    case DType::kBF16: return launch<__nv_bfloat16>(a, stream);
+    case DType::kF16: return launch<__half>(a, stream);
+    case DType::kF32: return launch<float>(a, stream);
     default: break;
   }
-  detail::fail("blockwise_linear", Status::kInternal, "y",
+  detail::fail(a.fn, Status::kInternal, "y",
                detail::cat("no split-K reduction for output dtype ", dtype_name(a.y_dtype)));
 }
 
