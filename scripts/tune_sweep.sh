@@ -8,12 +8,13 @@
 #          TUNE_ARGS  extra `qsgemm tune` options for every call, e.g. "--configs 0,1,5 --interleave"
 #          BW_ARGS    extra options for the blockwise sweep, e.g. "--gx per_row --gw per_row"
 #          TAG        suffix of the blockwise file names (tune_blockwise$TAG.jsonl), to keep pairs apart
+#          SPARSE_LAYERS  NxK list (space-separated) in place of the 12 sparse benchmark layers
 set -uo pipefail
 out="${1:?usage: tune_sweep.sh OUT_DIR [BIN_DIR]}"
 bin="${2:-.carry}"
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$bin:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-sparse_layers="6144x4096 4096x4096 28672x4096 4096x14336 10240x8192 8192x8192 57344x8192 8192x28672 1280x8192 8192x1024 7168x8192 8192x3584"
+sparse_layers="${SPARSE_LAYERS:-6144x4096 4096x4096 28672x4096 4096x14336 10240x8192 8192x8192 57344x8192 8192x28672 1280x8192 8192x1024 7168x8192 8192x3584}"
 blockwise_layers="6144x4096 4096x4096 28672x4096 4096x14336 10240x8192 8192x8192 57344x8192 8192x28672 2112x7168 24576x1536 32768x512 7168x16384 4096x7168 7168x2048"
 IFS=',' read -ra sms <<< "${SPARSE_MS-64,128,256,512,1024,2048}"
 for m in "${sms[@]}"; do for l in $sparse_layers; do
