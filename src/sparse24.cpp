@@ -120,22 +120,41 @@ void check_config_and_split(const char* fn, const Sparse24LinearOptions& o) {
                              kernels::kSparse24MaxSplitK));
 }
 
+// The 64x32 tile of the accumulation mode: what the heuristic takes at M <= 32 when it does not take
+// the decode kernel.
+int narrow_tile(bool fast_accum) {
+  return (fast_accum ? kernels::sparse24_detail::kFast : kernels::sparse24_detail::kDefault)[0].index;
+}
+
+// The library's split of `config` (split_k = 0, given a workspace): the rule of sparse24_split_k for
+// a data-parallel configuration; where the heuristic took the decode kernel, the split 64x32 tile
+// when the rule splits it (the 1280-row shard at M = 1 / 8: 10.3 against 10.8 / 11.2 us,
+// tune_sparse24_splitk.jsonl).
+Sparse24Plan library_split(int64_t M, int64_t N, int64_t K, int config, bool fast_accum, int sm_count) {
+  const ConfigRow& c = config_table()[static_cast<size_t>(config)];
+  if (splittable(config)) return {config, kernels::sparse24_split_k(M, N, K, c.tm, c.tn, sm_count)};
+  if (c.skinny) {
+    const int alt = narrow_tile(fast_accum);
+    const ConfigRow& r = config_table()[static_cast<size_t>(alt)];
+    const int s = kernels::sparse24_split_k(M, N, K, r.tm, r.tn, sm_count);
+    if (s > 1) return {alt, s};
+  }
+  return {config, 1};
+}
+
 // sparse24_plan without its argument checks. A forced split (split_k >= 2) picks among the
 // data-parallel configurations when options.config leaves the choice to the heuristic.
 Sparse24Plan plan_unchecked(int64_t M, int64_t N, int64_t K, const Sparse24LinearOptions& o, int sm_count) {
   Sparse24Plan p;
   p.config = o.config >= 0 ? o.config : sparse24_choose_config(M, N, K, sm_count, o.fast_accum, o.split_k < 2);
-  // A forced split where the heuristic took the decode kernel: the 64x32 tile it would take otherwise.
-  if (o.split_k >= 2 && o.config < 0 && config_table()[static_cast<size_t>(p.config)].skinny)
-    p.config = (o.fast_accum ? kernels::sparse24_detail::kFast : kernels::sparse24_detail::kDefault)[0].index;
-  if (!splittable(p.config) || o.split_k == 1) return p;
   if (o.split_k >= 2) {
-    p.split_k = o.split_k;
+    // Where the heuristic took the decode kernel: the 64x32 tile it would take otherwise.
+    if (o.config < 0 && config_table()[static_cast<size_t>(p.config)].skinny) p.config = narrow_tile(o.fast_accum);
+    if (splittable(p.config)) p.split_k = o.split_k;
     return p;
   }
-  const ConfigRow& r = config_table()[static_cast<size_t>(p.config)];
-  p.split_k = kernels::sparse24_split_k(M, N, K, r.tm, r.tn, sm_count);
-  return p;
+  if (o.split_k == 1 || (o.config >= 0 && !splittable(p.config))) return p;
+  return library_split(M, N, K, p.config, o.fast_accum, sm_count);
 }
 
 // A forced split's rules: a data-parallel configuration and whole 256-wide K tiles per slice.
@@ -374,12 +393,12 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
     a.workspace = options.workspace;
     a.workspace_bytes = options.workspace_bytes;
   }
-  // The library's split (split_k == 0), where the workspace holds its slices.
-  if (sk == 0 && options.workspace != nullptr && splittable(config)) {
-    const ConfigRow& r = config_table()[static_cast<size_t>(config)];
-    const int s = kernels::sparse24_split_k(x.rows, w.N, w.K, r.tm, r.tn, dev.sm_count);
-    if (s > 1 && options.workspace_bytes >= splitk_bytes(x.rows, w.N, s))
-      return run_split(a, Sparse24Plan{config, s}, options.workspace, fn, stream);
+  // The library's split (split_k == 0), where the workspace holds its slices. A forced configuration
+  // is split only if it is a data-parallel one (the decode kernel, forced, stays itself).
+  if (sk == 0 && options.workspace != nullptr && (options.config < 0 || splittable(config))) {
+    const Sparse24Plan p = library_split(x.rows, w.N, w.K, config, options.fast_accum, dev.sm_count);
+    if (p.split_k > 1 && options.workspace_bytes >= splitk_bytes(x.rows, w.N, p.split_k))
+      return run_split(a, p, options.workspace, fn, stream);
   }
   if (config == kernels::kSparse24SkinnyConfig)
     kernels::run_sparse24_skinny(a, stream);

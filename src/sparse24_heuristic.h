@@ -141,21 +141,27 @@ inline int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm
 }
 
 // Split-K for a data-parallel tile of tile_m weight rows x tile_n tokens (Sparse24LinearOptions::
-// split_k, given a workspace): the number of K slices, 1 for none. Narrow weights at small M leave
-// most SMs idle (1280 rows: 20 tiles of 64; 4096 rows: 64) while each busy SM streams its weight
-// rows alone; S slices of whole 256-wide K tiles multiply the CTAs by S. Split only where the tiles
-// fill at most half the SMs, into the largest S that keeps tiles x S within one wave and at least
-// kSparse24MinSliceK of K per slice. PROVISIONAL: to be fitted on the H200 sweep.
-inline constexpr int kSparse24MaxSplitK = 16;
-inline constexpr int64_t kSparse24SplitTileK = 256;  // slices are whole K tiles of 256
-inline constexpr int64_t kSparse24MinSliceK = 1024;
+// split_k = 0, given a workspace): the number of K slices, 1 for none. S slices of whole 256-wide K
+// tiles run as S batches of the same kernel, so a weight with few row tiles gets S times the CTAs.
+// Unlike the blockwise tiles the sparse ones gain little from it: their small-M time on the narrow
+// layers is mostly the fixed cost of a call, not too few SMs streaming the weight. Measured on the
+// H200 (`qsgemm tune sparse24 --configs 0,1,2,10,12 --split-k 1,2,4,7,8,14,16 --interleave`, 8
+// layers of 1280-8192 rows x M = 1..128; bench/results/h200/tune_sparse24_splitk.jsonl): on the
+// 1280-row tensor-parallel shard (20 tiles of 64 rows) 4 slices took 10.1-10.3 us at M = 1-32
+// against 10.8-11.3 for the best unsplit kernel, and 2 slices of the 40 tiles at M = 64 10.96
+// against 11.47; on the 4096-row weights (64 tiles) every split was slower (4096x4096 at M = 16:
+// 9.7 us unsplit, 10.9 / 11.0 with 2 / 4 slices; 4096x14336: 16.4 against 17.3 / 17.4), as on all
+// wider ones. Hence: only where the tiles fill at most a third of the SMs, 4 or 2 slices (the
+// largest that keeps tiles x S within one wave, divides the K tiles and leaves >= 2048 of K each).
+inline constexpr int kSparse24MaxSplitK = 16;         // the largest forced split
+inline constexpr int64_t kSparse24SplitTileK = 256;   // slices are whole K tiles of 256
 inline int sparse24_split_k(int64_t M_tokens, int64_t N_out, int64_t K, int tile_m, int tile_n, int sm_count) {
   const int64_t sms = sm_count > 0 ? sm_count : 132;
   const int64_t tiles = ((N_out + tile_m - 1) / tile_m) * ((M_tokens + tile_n - 1) / tile_n);
-  if (K % kSparse24SplitTileK != 0 || 2 * tiles > sms) return 1;
+  if (K % kSparse24SplitTileK != 0 || 3 * tiles > sms) return 1;
   const int64_t k_tiles = K / kSparse24SplitTileK;
-  for (int64_t s = kSparse24MaxSplitK; s >= 2; --s)
-    if (k_tiles % s == 0 && K / s >= kSparse24MinSliceK && tiles * s <= sms) return static_cast<int>(s);
+  for (int s : {4, 2})
+    if (k_tiles % s == 0 && K / s >= 2048 && tiles * s <= sms) return s;
   return 1;
 }
 

@@ -373,6 +373,54 @@ TEST(Sparse24Heuristic, SkinnyDecodeWhereItWon) {
 }
 
 // The workspace query: host arithmetic (no GPU here), > 0 exactly where the choice is stream-K.
+TEST(Sparse24Heuristic, SplitK) {
+  using kernels::sparse24_split_k;
+  // The 1280-row shard: 20 tiles of 64x32 (4 slices), 40 at M = 64 (2), 80 at M = 128 (none).
+  EXPECT_EQ(sparse24_split_k(16, 1280, 8192, 64, 32, 132), 4);
+  EXPECT_EQ(sparse24_split_k(64, 1280, 8192, 64, 32, 132), 2);
+  EXPECT_EQ(sparse24_split_k(128, 1280, 8192, 64, 32, 132), 1);
+  EXPECT_EQ(sparse24_split_k(16, 4096, 4096, 64, 32, 132), 1) << "64 tiles: measured slower split";
+  EXPECT_EQ(sparse24_split_k(16, 1280, 8320, 64, 32, 132), 1) << "K off the 256-wide tiles";
+  EXPECT_EQ(sparse24_split_k(16, 1280, 2048, 64, 32, 132), 1) << "slices under 2048 of K";
+  EXPECT_EQ(sparse24_split_k(16, 1280, 3584, 64, 32, 132), 1) << "14 K tiles: 2 slices of 1792";
+  EXPECT_EQ(sparse24_split_k(16, 1280, 4096, 64, 32, 132), 2);
+  // Over a grid: a split is 2 or 4 whole-tile slices of >= 2048, within one wave, on <= a third of the SMs.
+  for (int sms : {66, 114, 132})
+    for (int64_t M : {1, 8, 16, 33, 64, 128, 300})
+      for (int64_t N : {64, 256, 1280, 1288, 2048, 4096, 8192})
+        for (int64_t K : {256, 2048, 4096, 7168, 8192, 14336, 28672})
+          for (auto [tm, tn] : {std::pair<int, int>{64, 32}, {64, 64}, {64, 128}, {128, 128}}) {
+            const int s = sparse24_split_k(M, N, K, tm, tn, sms);
+            const int64_t tiles = ((N + tm - 1) / tm) * ((M + tn - 1) / tn);
+            ASSERT_TRUE(s == 1 || s == 2 || s == 4);
+            if (s > 1) {
+              EXPECT_EQ(K % (256 * s), 0);
+              EXPECT_GE(K / s, 2048);
+              EXPECT_LE(tiles * s, sms);
+              EXPECT_LE(3 * tiles, sms);
+            }
+          }
+  // The plan: the split 64x32 tile in place of the decode kernel on the shard, either mode.
+  Sparse24LinearOptions o;
+  for (int64_t M : {1, 8, 16}) {
+    const Sparse24Plan p = sparse24_plan(M, 1280, 8192, o, 132);
+    EXPECT_EQ(p.config, 0);
+    EXPECT_EQ(p.split_k, 4);
+    EXPECT_EQ(sparse24_linear_workspace_bytes(M, 1280, 8192, o, 132), 4u * M * 1280 * 4);
+  }
+  o.fast_accum = true;
+  EXPECT_EQ(sparse24_plan(8, 1280, 8192, o, 132).config, 4);
+  EXPECT_EQ(sparse24_plan(8, 1280, 8192, o, 132).split_k, 4);
+  o.fast_accum = false;
+  EXPECT_EQ(sparse24_plan(1, 4096, 4096, o, 132).config, 12) << "the decode kernel where the rule does not split";
+  EXPECT_EQ(sparse24_plan(1, 4096, 4096, o, 132).split_k, 1);
+  o.config = 12;  // a forced decode kernel stays itself
+  EXPECT_EQ(sparse24_plan(1, 1280, 8192, o, 132).config, 12);
+  EXPECT_EQ(sparse24_plan(1, 1280, 8192, o, 132).split_k, 1);
+  o.config = 1;  // a forced data-parallel configuration gets the rule's split
+  EXPECT_EQ(sparse24_plan(16, 1280, 8192, o, 132).split_k, 4);
+}
+
 TEST(Sparse24Validation, WorkspaceBytesAndStreamKNeedsAWorkspace) {
   Sparse24LinearOptions o;
   EXPECT_GT(sparse24_linear_workspace_bytes(1, 10240, 8192, o, 132), 0u);

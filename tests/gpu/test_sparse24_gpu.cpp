@@ -365,8 +365,9 @@ TEST(Sparse24Gpu, LinearEveryConfiguration) {
 // of 1, 2 and 4), weights off its 16-row and 128-column edges (8 rows and K = 32: one partial panel;
 // 72 x 160: a partial second panel; 200 x 4128: 33 panels, a cluster of 2; 1288 x 96: one warp per
 // CTA), every output dtype with either bias dtype, per-tensor scales and padded leading dimensions;
-// then through the heuristic on the 1280-row shard (80 row CTAs, a cluster of 2), with and without
-// a workspace, in both accumulation modes.
+// then through the heuristic on the 1280-row shard (80 row CTAs, a cluster of 2), in both
+// accumulation modes (with a workspace the library splits the 64x32 tile there instead:
+// LinearSplitKByHeuristic).
 TEST(Sparse24Gpu, LinearSkinnyDecode) {
   QSGEMM_REQUIRE_SM90();
   std::mt19937 rng(10);
@@ -391,12 +392,15 @@ TEST(Sparse24Gpu, LinearSkinnyDecode) {
   for (int64_t M : {1, 8}) {
     for (bool sk : {false, true})
       for (bool fast : {false, true}) ASSERT_EQ(sparse24_choose_config(M, 1280, 8192, 132, fast, sk), kSkinny);
-    check_linear(shard, LinearSpec{M, DType::kF32}, rng);
+    LinearSpec f32{M, DType::kF32};
+    f32.workspace = false;
+    check_linear(shard, f32, rng);
     LinearSpec plain{M, DType::kBF16, DType::kBF16};
     plain.workspace = false;
     check_linear(shard, plain, rng);
     LinearSpec fast{M, DType::kF32};
     fast.fast_accum = true;
+    fast.workspace = false;
     check_linear(shard, fast, rng);
   }
 }
@@ -480,14 +484,15 @@ TEST(Sparse24Gpu, LinearSplitKEveryConfiguration) {
     }
 }
 
-// Split-K by the library's own rule: the 1280-row tensor-parallel shard at small M (20 tiles of 64
-// rows on 132 SMs) splits when given a workspace, and runs unsplit without one.
+// Split-K by the library's own rule: the 1280-row tensor-parallel shard at small M (20 or 40 tiles
+// of 64 rows on 132 SMs) splits when given a workspace (at M = 1 in place of the decode kernel), and
+// runs unsplit without one.
 TEST(Sparse24Gpu, LinearSplitKByHeuristic) {
   QSGEMM_REQUIRE_SM90();
   std::mt19937 rng(12);
   Weight w;
   make_weight(w, 1280, 8192, rng);
-  for (int64_t M : {16, 64}) {
+  for (int64_t M : {1, 16, 64}) {
     const Sparse24Plan plan = sparse24_plan(M, 1280, 8192, Sparse24LinearOptions{});
     ASSERT_GT(plan.split_k, 1) << "M=" << M;
     check_linear(w, LinearSpec{M, DType::kBF16, DType::kBF16}, rng);
@@ -498,19 +503,26 @@ TEST(Sparse24Gpu, LinearSplitKByHeuristic) {
   }
 }
 
+// K = 28672 on a 64-row weight: with a workspace the library splits K 4 ways (one row tile), without
+// one it runs the unsplit kernel (M = 1: the decode kernel); both accumulation modes.
 TEST(Sparse24Gpu, LinearLargeK) {
   QSGEMM_REQUIRE_SM90();
   std::mt19937 rng(6);
   Weight w;
   make_weight(w, 64, 28672, rng);
   for (int64_t M : {1, 16, 200}) {
-    check_linear(w, LinearSpec{M, DType::kBF16}, rng);
-    check_linear(w, LinearSpec{M, DType::kF32}, rng);
-    LinearSpec fast{M, DType::kF32};
-    fast.fast_accum = true;
-    check_linear(w, fast, rng);
-    fast.out = DType::kBF16;
-    check_linear(w, fast, rng);
+    ASSERT_EQ(sparse24_plan(M, 64, 28672, Sparse24LinearOptions{}).split_k, 4) << "M=" << M;
+    for (bool ws : {true, false}) {
+      LinearSpec spec{M, DType::kBF16};
+      spec.workspace = ws;
+      check_linear(w, spec, rng);
+      spec.out = DType::kF32;
+      check_linear(w, spec, rng);
+      spec.fast_accum = true;
+      check_linear(w, spec, rng);
+      spec.out = DType::kBF16;
+      check_linear(w, spec, rng);
+    }
   }
 }
 
