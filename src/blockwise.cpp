@@ -118,13 +118,22 @@ bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count)
 // points where a CUTLASS tile is picked: 0.994 of the fastest configuration and split (geomean,
 // worst 0.92), 0.952 (worst 0.70) without splits. (Two slices at 17..32 tokens on wider weights
 // measured mixed in the benchmark, bench/results/h200/ab_splitk_m32.txt: not taken.)
-int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, int sm_count) {
+// With a weight scale per channel and K group (the 1x128.1x128 and 128x128.1x128 pairs) the tiles
+// run CUTLASS's mainloop, about half as fast per CTA at these sizes, so the bound is twice as
+// wide: 56·(tile_m + tile_n) >= N + M. Measured the same way on those two pairs
+// (tune_blockwise_splitk_1d1d.jsonl, tune_blockwise_splitk_2d1d.jsonl, 14 layers x M = 16..256):
+// with 28 the rule's split reached 0.954 / 0.952 of each tile's best split (geomean; worst 0.66,
+// 7168x16384 at M = 128 unsplit), with 56 0.992 / 0.994 (worst 0.83 / 0.91); e.g. 8192x28672 at
+// M = 64: 90.9 -> 67.2 us (1x128.1x128, 64x128, S = 2), 7168x16384 at 128: 70.0 -> 45.2
+// (128x128.1x128, 128x128, S = 2).
+int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranularity gw, int sm_count) {
   constexpr int64_t kMinGroups = 32;          // K >= 4096
   constexpr int64_t kMinGroupsPerSlice = 8;
   if (config < 0 || config >= kBlockwiseNumConfigs || config == kSkinnyConfig) return 1;
   if (M <= 0 || N <= 0 || K <= 0 || K % kScaleGroupK != 0) return 1;
   const BlockwiseConfig& c = kBlockwiseConfigs[config];
-  if (28 * int64_t{c.tile_m + c.tile_n} < N + M) return 1;
+  const int64_t reach = gw == ScaleGranularity::kGroup1x128 ? 56 : 28;  // CUTLASS's mainloop: twice
+  if (reach * int64_t{c.tile_m + c.tile_n} < N + M) return 1;
   const int64_t kb = K / kScaleGroupK;
   if (kb < kMinGroups) return 1;
   const int64_t sms = sm_count > 0 ? sm_count : 132;
@@ -181,7 +190,7 @@ BlockwisePlan plan_unchecked(int64_t M, int64_t N, int64_t K, ScaleGranularity g
     return plan;
   }
   if (plan.config != kernels::kSkinnyConfig) {
-    plan.split_k = kernels::blockwise_split_k(M, N, K, plan.config, sm_count);
+    plan.split_k = kernels::blockwise_split_k(M, N, K, plan.config, gw, sm_count);
     return plan;
   }
   // The skinny kernel's pick at 9..32 tokens (not for one or two tiles of W, which it always takes):
@@ -192,7 +201,7 @@ BlockwisePlan plan_unchecked(int64_t M, int64_t N, int64_t K, ScaleGranularity g
   constexpr int kNarrow = 1;  // the 64x128 ping-pong tile
   if (options.config == -1 && M > 8 && ceil_div(N, int64_t{128}) > 2 &&
       kernels::blockwise_config_supports(kNarrow, gx, gw)) {
-    const int s = kernels::blockwise_split_k(M, N, K, kNarrow, sm_count);
+    const int s = kernels::blockwise_split_k(M, N, K, kNarrow, gw, sm_count);
     if (s > 1) plan = {kNarrow, s};
   }
   return plan;

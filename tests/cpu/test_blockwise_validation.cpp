@@ -548,32 +548,38 @@ TEST(BlockwiseHeuristic, TileOrder) {
 }
 
 // Split-K (given a workspace): only the CUTLASS tiles, only where one CTA per tile streams the
-// weight slower than DRAM (28 x (tile_m + tile_n) >= N + M) and K >= 4096, whole 128-wide groups
+// weight slower than DRAM (28 x (tile_m + tile_n) >= N + M; 56 x with per-channel weight scales) and K >= 4096, whole 128-wide groups
 // and at least eight per slice, never more CTAs than SMs; the largest such split.
 TEST(BlockwiseHeuristic, SplitK) {
   using kernels::blockwise_split_k;
   // Narrow weights at small M: N = 4096 is 32 tiles of 64x128 -> 4 slices (128 CTAs); 2112 is 17 -> 7.
-  EXPECT_EQ(blockwise_split_k(64, 4096, 14336, 1, 132), 4);
-  EXPECT_EQ(blockwise_split_k(32, 2112, 7168, 1, 132), 7);
-  EXPECT_EQ(blockwise_split_k(128, 4096, 4096, 1, 132), 2);   // 64 tiles
-  EXPECT_EQ(blockwise_split_k(256, 4096, 4096, 0, 132), 2);   // 64 tiles of 128x128
-  EXPECT_EQ(blockwise_split_k(64, 4096, 14336, 1, 64), 2);    // fewer SMs
-  EXPECT_EQ(blockwise_split_k(64, 2112, 28672, 1, 132), 7);   // 224 groups: 7 x 17 tiles
+  EXPECT_EQ(blockwise_split_k(64, 4096, 14336, 1, G::kBlock128x128, 132), 4);
+  EXPECT_EQ(blockwise_split_k(32, 2112, 7168, 1, G::kBlock128x128, 132), 7);
+  EXPECT_EQ(blockwise_split_k(128, 4096, 4096, 1, G::kBlock128x128, 132), 2);   // 64 tiles
+  EXPECT_EQ(blockwise_split_k(256, 4096, 4096, 0, G::kBlock128x128, 132), 2);   // 64 tiles of 128x128
+  EXPECT_EQ(blockwise_split_k(64, 4096, 14336, 1, G::kBlock128x128, 64), 2);    // fewer SMs
+  EXPECT_EQ(blockwise_split_k(64, 2112, 28672, 1, G::kBlock128x128, 132), 7);   // 224 groups: 7 x 17 tiles
   // Never: the skinny kernel, K not in whole groups or below 4096, a full GPU, a weight wide enough
   // that one CTA per tile draws it at DRAM speed.
-  EXPECT_EQ(blockwise_split_k(16, 4096, 4096, kernels::kSkinnyConfig, 132), 1);
-  EXPECT_EQ(blockwise_split_k(64, 4096, 4112, 1, 132), 1);
-  EXPECT_EQ(blockwise_split_k(64, 4096, 2048, 1, 132), 1);
-  EXPECT_EQ(blockwise_split_k(4096, 4096, 4096, 0, 132), 1);
-  EXPECT_EQ(blockwise_split_k(64, 6144, 8192, 1, 132), 1);
-  EXPECT_EQ(blockwise_split_k(64, 8192, 28672, 1, 132), 1);
-  EXPECT_EQ(blockwise_split_k(64, 6144, 8192, 0, 132), 2);    // the 128x128 tile: 48 tiles, 6208 <= 7168
+  EXPECT_EQ(blockwise_split_k(16, 4096, 4096, kernels::kSkinnyConfig, G::kBlock128x128, 132), 1);
+  EXPECT_EQ(blockwise_split_k(64, 4096, 4112, 1, G::kBlock128x128, 132), 1);
+  EXPECT_EQ(blockwise_split_k(64, 4096, 2048, 1, G::kBlock128x128, 132), 1);
+  EXPECT_EQ(blockwise_split_k(4096, 4096, 4096, 0, G::kBlock128x128, 132), 1);
+  EXPECT_EQ(blockwise_split_k(64, 6144, 8192, 1, G::kBlock128x128, 132), 1);
+  EXPECT_EQ(blockwise_split_k(64, 8192, 28672, 1, G::kBlock128x128, 132), 1);
+  EXPECT_EQ(blockwise_split_k(64, 6144, 8192, 0, G::kBlock128x128, 132), 2);    // the 128x128 tile: 48 tiles, 6208 <= 7168
+  // Per-channel weight scales (CUTLASS's mainloop, slower per CTA): twice the reach.
+  EXPECT_EQ(blockwise_split_k(64, 8192, 28672, 1, G::kGroup1x128, 132), 2);   // 8256 <= 56 x 192
+  EXPECT_EQ(blockwise_split_k(128, 7168, 16384, 0, G::kGroup1x128, 132), 2);  // 7296 <= 56 x 256
+  EXPECT_EQ(blockwise_split_k(64, 8192, 28672, 1, G::kPerRow, 132), 1);
+  EXPECT_EQ(blockwise_split_k(64, 10240, 8192, 1, G::kGroup1x128, 132), 1);   // 80 tiles: no room for 2
   for (int sms : {0, 78, 132})
+    for (G gw : {G::kBlock128x128, G::kGroup1x128})
     for (int config : {0, 1, 2, 4})
       for (int64_t M : {1, 17, 64, 100, 256, 1000, 5000})
         for (int64_t N : {136, 2112, 4096, 28672})
           for (int64_t K : {400, 512, 1536, 4096, 7168, 14336, 28672}) {
-            const int s = blockwise_split_k(M, N, K, config, sms);
+            const int s = blockwise_split_k(M, N, K, config, gw, sms);
             ASSERT_GE(s, 1);
             ASSERT_LE(s, kernels::kBlockwiseMaxSplitK);
             if (s == 1) continue;
@@ -584,7 +590,7 @@ TEST(BlockwiseHeuristic, SplitK) {
             EXPECT_EQ(kb % s, 0) << M << "x" << N << "x" << K;
             EXPECT_GE(kb / s, 8) << M << "x" << N << "x" << K;
             EXPECT_LE(tiles * s, sms > 0 ? sms : 132) << M << "x" << N << "x" << K;
-            EXPECT_LE(N + M, 28 * (c.tile_m + c.tile_n)) << M << "x" << N << "x" << K;
+            EXPECT_LE(N + M, (gw == G::kGroup1x128 ? 56 : 28) * (c.tile_m + c.tile_n)) << M << "x" << N << "x" << K;
           }
 }
 

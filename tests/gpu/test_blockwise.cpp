@@ -607,6 +607,21 @@ TEST_F(BlockwiseGpu, SplitKByHeuristic) {
       run_case(c, rng, stream_);
       if (HasFatalFailure()) return;
     }
+  // Per-channel weight scales (CUTLASS's mainloop) split on wider weights too: 6144 rows at 32 and
+  // 48 tokens, where 1x128.128x128 does not split.
+  for (G gx : {G::kGroup1x128, G::kBlock128x128})
+    for (int64_t M : {32, 48}) {
+      if (M <= 32 && gx == G::kBlock128x128) continue;
+      BlockwiseOptions o;
+      EXPECT_GT(blockwise_plan(M, 6144, 4096, gx, G::kGroup1x128, o, 132).split_k, 1) << M;
+      if (gx == G::kGroup1x128) EXPECT_EQ(blockwise_plan(M, 6144, 4096, gx, G::kBlock128x128, o, 132).split_k, 1) << M;
+      Case c = shape_case(M, 6144, 4096, gx, G::kGroup1x128);
+      c.workspace = true;
+      c.out = M == 32 ? DType::kBF16 : DType::kF32;
+      c.bias = static_cast<BiasKind>(M % 3);
+      run_case(c, rng, stream_);
+      if (HasFatalFailure()) return;
+    }
 }
 
 }  // namespace

@@ -160,9 +160,9 @@ struct BlockwiseGemmArgs {
   int splits = 1;
 };
 
-// Pure heuristic: the number of K slices for configuration `config` (a CUTLASS tile) on a problem,
-// or 1 for none. See src/blockwise.cpp for the rule and its measurements.
-int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, int sm_count);
+// Pure heuristic: the number of K slices for configuration `config` (a CUTLASS tile) on a problem
+// with weight scales `gw`, or 1 for none. See src/blockwise.cpp for the rule and its measurements.
+int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranularity gw, int sm_count);
 // Largest split blockwise_linear accepts.
 inline constexpr int kBlockwiseMaxSplitK = 16;
 
