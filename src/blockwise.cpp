@@ -393,19 +393,9 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   g.bias_f32 = nullptr;
   g.bias_out = nullptr;
   kernels::run_blockwise_gemm(g, run.config, stream);
-  kernels::SplitKReduceArgs r;
-  r.ws = static_cast<const float*>(options.workspace);
-  r.splits = run.split_k;
-  r.M = a.M;
-  r.N = a.N;
-  r.bias_f32 = a.bias_f32;
-  r.bias_out = a.bias_out;
-  r.y = a.y;
-  r.y_dtype = a.y_dtype;
-  r.ldy = a.ldy;
-  r.sm_count = a.sm_count;
-  r.fn = fn;
-  kernels::run_splitk_reduce(r, stream);
+  kernels::run_splitk_reduce({static_cast<const float*>(options.workspace), run.split_k, a.M, a.N, bias.data, bias.dtype,
+                              a.y, a.y_dtype, a.ldy, a.sm_count, fn},
+                             stream);
 }
 
 int blockwise_num_configs() { return kernels::kBlockwiseNumConfigs; }

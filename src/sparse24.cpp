@@ -275,23 +275,9 @@ void run_split(const kernels::Sparse24GemmArgs& a, const Sparse24Plan& p, void* 
   g.workspace = nullptr;
   g.workspace_bytes = 0;
   kernels::run_sparse24_gemm(g, p.config, stream);
-  kernels::SplitKReduceArgs r;
-  r.ws = static_cast<const float*>(workspace);
-  r.splits = p.split_k;
-  r.M = static_cast<int>(a.m_tok);
-  r.N = static_cast<int>(a.n_out);
-  if (a.bias != nullptr) {
-    if (a.bias_dtype == DType::kF32)
-      r.bias_f32 = static_cast<const float*>(a.bias);
-    else
-      r.bias_out = a.bias;
-  }
-  r.y = a.y;
-  r.y_dtype = a.y_dtype;
-  r.ldy = a.ldy;
-  r.sm_count = a.sm_count;
-  r.fn = fn;
-  kernels::run_splitk_reduce(r, stream);
+  kernels::run_splitk_reduce({static_cast<const float*>(workspace), p.split_k, static_cast<int>(a.m_tok),
+                              static_cast<int>(a.n_out), a.bias, a.bias_dtype, a.y, a.y_dtype, a.ldy, a.sm_count, fn},
+                             stream);
 }
 
 }  // namespace

@@ -92,8 +92,9 @@ void launch(const SplitKReduceArgs& a, cudaStream_t stream) {
   p.splits = a.splits;
   p.M = a.M;
   p.N = a.N;
-  p.bias_f32 = a.bias_f32;
-  p.bias_out = static_cast<const Out*>(a.bias_out);
+  const bool f32 = a.bias_dtype == DType::kF32;
+  p.bias_f32 = f32 ? static_cast<const float*>(a.bias) : nullptr;
+  p.bias_out = f32 ? nullptr : static_cast<const Out*>(a.bias);
   p.y = static_cast<Out*>(a.y);
   p.ldy = a.ldy;
   constexpr int kThreads = 256;

@@ -13,14 +13,16 @@
 namespace qsgemm::kernels {
 
 struct SplitKReduceArgs {
-  const float* ws = nullptr;   // [splits][M][N], 16-byte aligned
-  int splits = 1;
-  int M = 0, N = 0;            // N % 4 == 0
-  const float* bias_f32 = nullptr;  // [N] fp32 bias, or null
-  const void* bias_out = nullptr;   // [N] bias in y's dtype, or null (at most one of the two is set)
-  void* y = nullptr;  DType y_dtype = DType::kBF16;  int64_t ldy = 0;  // rows 16-byte aligned
-  int sm_count = 0;
-  const char* fn = "";         // the API function, for errors
+  const float* ws;             // [splits][M][N], 16-byte aligned
+  int splits;
+  int M, N;                    // N % 4 == 0
+  const void* bias;            // [N], or null
+  DType bias_dtype;            // kF32 or y_dtype
+  void* y;                     // [M][ldy], rows 16-byte aligned
+  DType y_dtype;
+  int64_t ldy;
+  int sm_count;
+  const char* fn;              // the API function, for errors
 };
 
 void run_splitk_reduce(const SplitKReduceArgs& a, cudaStream_t stream);
