@@ -160,10 +160,12 @@ Sparse24Plan plan_unchecked(int64_t M, int64_t N, int64_t K, const Sparse24Linea
 // A forced split's rules: a data-parallel configuration and whole 256-wide K tiles per slice.
 void check_forced_split(const char* fn, int64_t M, int64_t K, const Sparse24LinearOptions& o, const Sparse24Plan& p) {
   if (o.split_k < 2) return;
-  if (!splittable(p.config))
+  if (!splittable(p.config)) {
+    const std::string chosen = o.config < 0 ? detail::cat(", the heuristic's choice for M=", M) : std::string();
     detail::fail(fn, Status::kInvalidArgument, "options.split_k",
                  detail::cat("split_k=", o.split_k, " applies to the data-parallel configurations, not config ", p.config,
-                             " (", sparse24_config(p.config).name(), ")", o.config < 0 ? detail::cat(", the heuristic's choice for M=", M) : std::string()));
+                             " (", sparse24_config(p.config).name(), ")", chosen));
+  }
   if (K % (kernels::kSparse24SplitTileK * o.split_k) != 0)
     detail::fail(fn, Status::kInvalidArgument, "options.split_k",
                  detail::cat("split_k=", o.split_k, " needs K to be a multiple of 256 x ", o.split_k, " = ",
