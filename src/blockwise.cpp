@@ -164,11 +164,6 @@ namespace {
 
 constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();  // CUTLASS's problem shape is int
 
-// Bytes of the split-K workspace: S float32 slices of [M][N].
-size_t blockwise_splitk_bytes(int64_t M, int64_t N, int S) {
-  return static_cast<size_t>(S) * static_cast<size_t>(M) * static_cast<size_t>(N) * sizeof(float);
-}
-
 // The option rules every entry point shares: the config index and the split_k range.
 void check_config_and_split(const char* fn, const BlockwiseOptions& o) {
   if (o.config < -1 || o.config >= kernels::kBlockwiseNumConfigs)
@@ -327,12 +322,7 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
       detail::fail(fn, Status::kInvalidArgument, "options.split_k",
                    detail::cat("split_k=", sk, " applies to the CUTLASS configurations, not config ", options.config,
                                " (", kernels::kBlockwiseConfigs[options.config].name(), ")"));
-    const size_t need = blockwise_splitk_bytes(M, N, sk);
-    if (options.workspace == nullptr || options.workspace_bytes < need)
-      detail::fail(fn, Status::kInvalidArgument, "options.workspace",
-                   detail::cat("split_k=", sk, " needs a workspace of ", need, " bytes (", sk, " x M=", M, " x N=", N,
-                               " x 4); got ", options.workspace == nullptr ? "none" : "workspace_bytes=",
-                               options.workspace == nullptr ? std::string() : std::to_string(options.workspace_bytes)));
+    kernels::check_splitk_workspace(fn, sk, M, N, options.workspace, options.workspace_bytes);
   }
   if (options.workspace != nullptr) detail::check_ptr(fn, "options.workspace", options.workspace, 16);
 
@@ -381,7 +371,7 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   BlockwisePlan run{config, 1};
   if (options.workspace != nullptr && sk != 1) {
     const BlockwisePlan plan = plan_unchecked(M, N, K, gx, gw, options, dev.sm_count);
-    if (plan.split_k > 1 && options.workspace_bytes >= blockwise_splitk_bytes(M, N, plan.split_k)) run = plan;
+    if (plan.split_k > 1 && options.workspace_bytes >= kernels::splitk_workspace_bytes(M, N, plan.split_k)) run = plan;
   }
   if (run.split_k == 1) return kernels::run_blockwise_gemm(a, config, stream);
   // The GEMM writes S unbiased float32 slices into the workspace; the reduction writes y.
@@ -433,7 +423,7 @@ size_t blockwise_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, ScaleGr
                                         const BlockwiseOptions& options, int sm_count) {
   if (sm_count <= 0) sm_count = device_info(-1).sm_count;
   const int s = blockwise_plan(M, N, K, gx, gw, options, sm_count).split_k;  // checks the arguments
-  return s > 1 ? blockwise_splitk_bytes(M, N, s) : 0;
+  return s > 1 ? kernels::splitk_workspace_bytes(M, N, s) : 0;
 }
 
 }  // namespace qsgemm

@@ -108,9 +108,6 @@ bool splittable(int config) {
   return !r.stream_k && !r.skinny;
 }
 
-// Bytes of the split-K workspace: S float32 slices of [M][N].
-size_t splitk_bytes(int64_t M, int64_t N, int S) { return static_cast<size_t>(S) * static_cast<size_t>(M * N) * 4; }
-
 // The option rules every entry point shares: the config index and the split_k range.
 void check_config_and_split(const char* fn, const Sparse24LinearOptions& o) {
   check_config_index(fn, o.config);
@@ -199,7 +196,7 @@ size_t sparse24_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, const Sp
   if (sm_count == 0) sm_count = device_info(-1).sm_count;
   const Sparse24Plan p = plan_unchecked(M, N, K, options, sm_count);
   check_forced_split(fn, M, K, options, p);
-  if (p.split_k > 1) return splitk_bytes(M, N, p.split_k);
+  if (p.split_k > 1) return kernels::splitk_workspace_bytes(M, N, p.split_k);
   return config_workspace_bytes(M, N, K, sm_count, p.config);
 }
 
@@ -325,13 +322,7 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   if (sk >= 2) {
     forced = plan_unchecked(x.rows, w.N, w.K, options, dev.sm_count);
     check_forced_split(fn, x.rows, w.K, options, forced);
-    const size_t need = splitk_bytes(x.rows, w.N, sk);
-    if (options.workspace == nullptr || options.workspace_bytes < need)
-      detail::fail(fn, Status::kInvalidArgument, "options.workspace",
-                   detail::cat("split_k=", sk, " needs a workspace of ", need, " bytes (", sk, " x M=", x.rows, " x N=",
-                               w.N, " x 4); got ",
-                               options.workspace == nullptr ? std::string("none")
-                                                            : detail::cat("workspace_bytes=", options.workspace_bytes)));
+    kernels::check_splitk_workspace(fn, sk, x.rows, w.N, options.workspace, options.workspace_bytes);
   }
   detail::require_sm90(fn);
 
@@ -385,7 +376,7 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   // is split only if it is a data-parallel one (the decode kernel, forced, stays itself).
   if (sk == 0 && options.workspace != nullptr && (options.config < 0 || splittable(config))) {
     const Sparse24Plan p = library_split(x.rows, w.N, w.K, config, options.fast_accum, dev.sm_count);
-    if (p.split_k > 1 && options.workspace_bytes >= splitk_bytes(x.rows, w.N, p.split_k))
+    if (p.split_k > 1 && options.workspace_bytes >= kernels::splitk_workspace_bytes(x.rows, w.N, p.split_k))
       return run_split(a, p, options.workspace, fn, stream);
   }
   if (config == kernels::kSparse24SkinnyConfig)

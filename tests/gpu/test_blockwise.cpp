@@ -588,6 +588,17 @@ TEST_F(BlockwiseGpu, SplitKEveryConfig) {
 TEST_F(BlockwiseGpu, SplitKByHeuristic) {
   std::mt19937 rng(1151);
   size_t i = 0;
+  // One case through the library's own choice, given a workspace; the plan must split it.
+  const auto run_split = [&](int64_t M, int64_t N, int64_t K, G gx, G gw) {
+    EXPECT_GT(blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, 132).split_k, 1)
+        << M << "x" << N << "x" << K << ": the heuristic does not split this shape any more";
+    Case c = shape_case(M, N, K, gx, gw);
+    c.workspace = true;
+    c.out = i % 2 ? DType::kF32 : DType::kBF16;
+    c.bias = static_cast<BiasKind>(i % 3);
+    ++i;
+    run_case(c, rng, stream_);
+  };
   for (const auto& [gx, gw] : kPairs)
     for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{33, 1032, 4096},
                                   std::tuple<int64_t, int64_t, int64_t>{100, 520, 4096},
@@ -595,16 +606,8 @@ TEST_F(BlockwiseGpu, SplitKByHeuristic) {
                                   // (not for x 128x128 blocks, which that tile cannot serve).
                                   std::tuple<int64_t, int64_t, int64_t>{20, 392, 8192},
                                   std::tuple<int64_t, int64_t, int64_t>{200, 264, 6144}}) {
-      BlockwiseOptions o;
       if (M <= 32 && gx == G::kBlock128x128) continue;
-      const int split = blockwise_plan(M, N, K, gx, gw, o, 132).split_k;
-      EXPECT_GT(split, 1) << M << "x" << N << "x" << K << ": the heuristic does not split this shape any more";
-      Case c = shape_case(M, N, K, gx, gw);
-      c.workspace = true;
-      c.out = i % 2 ? DType::kF32 : DType::kBF16;
-      c.bias = static_cast<BiasKind>(i % 3);
-      ++i;
-      run_case(c, rng, stream_);
+      run_split(M, N, K, gx, gw);
       if (HasFatalFailure()) return;
     }
   // Per-channel weight scales (CUTLASS's mainloop) split on wider weights too: 6144 rows at 32 and
@@ -612,14 +615,9 @@ TEST_F(BlockwiseGpu, SplitKByHeuristic) {
   for (G gx : {G::kGroup1x128, G::kBlock128x128})
     for (int64_t M : {32, 48}) {
       if (M <= 32 && gx == G::kBlock128x128) continue;
-      BlockwiseOptions o;
-      EXPECT_GT(blockwise_plan(M, 6144, 4096, gx, G::kGroup1x128, o, 132).split_k, 1) << M;
-      if (gx == G::kGroup1x128) EXPECT_EQ(blockwise_plan(M, 6144, 4096, gx, G::kBlock128x128, o, 132).split_k, 1) << M;
-      Case c = shape_case(M, 6144, 4096, gx, G::kGroup1x128);
-      c.workspace = true;
-      c.out = M == 32 ? DType::kBF16 : DType::kF32;
-      c.bias = static_cast<BiasKind>(M % 3);
-      run_case(c, rng, stream_);
+      if (gx == G::kGroup1x128)
+        EXPECT_EQ(blockwise_plan(M, 6144, 4096, gx, G::kBlock128x128, BlockwiseOptions{}, 132).split_k, 1) << M;
+      run_split(M, 6144, 4096, gx, G::kGroup1x128);
       if (HasFatalFailure()) return;
     }
 }

@@ -156,7 +156,8 @@ struct BlockwiseGemmArgs {
   int swizzle = 1, raster = 0;  // CUTLASS's tile order (tile_order.h); the skinny kernel ignores it
   // Split-K (CUTLASS configurations only): > 1 runs the GEMM as `splits` batches over K slices of
   // K / splits (whole 128-wide groups; K % (128 * splits) == 0) into y = float32 [splits][M][ldy],
-  // unbiased; run_splitk_reduce (kernels/sm90/splitk/splitk_reduce.h) then writes the real output. src/blockwise.cpp sets it up.
+  // unbiased; run_splitk_reduce (kernels/sm90/splitk/splitk_reduce.h) then writes the real output.
+  // src/blockwise.cpp sets it up.
   int splits = 1;
 };
 
@@ -165,7 +166,6 @@ struct BlockwiseGemmArgs {
 int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranularity gw, int sm_count);
 // Largest split blockwise_linear accepts.
 inline constexpr int kBlockwiseMaxSplitK = 16;
-
 
 // CUTLASS's persistent tile scheduler order for the CUTLASS configurations (BlockwiseGemmArgs::
 // swizzle / raster; the skinny kernel ignores it). From M = 2048: bands of 4 tiles rastered along M

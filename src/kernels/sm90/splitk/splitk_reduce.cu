@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "kernels/sm90/splitk/splitk_reduce.h"
 #include "validate.h"
@@ -125,6 +126,14 @@ void run_splitk_reduce(const SplitKReduceArgs& a, cudaStream_t stream) {
   }
   detail::fail(a.fn, Status::kInternal, "y",
                detail::cat("no split-K reduction for output dtype ", dtype_name(a.y_dtype)));
+}
+
+void check_splitk_workspace(const char* fn, int split_k, int64_t M, int64_t N, const void* workspace, size_t bytes) {
+  const size_t need = splitk_workspace_bytes(M, N, split_k);
+  if (workspace != nullptr && bytes >= need) return;
+  detail::fail(fn, Status::kInvalidArgument, "options.workspace",
+               detail::cat("split_k=", split_k, " needs a workspace of ", need, " bytes (", split_k, " x M=", M, " x N=", N,
+                           " x 4); got ", workspace == nullptr ? std::string("none") : detail::cat("workspace_bytes=", bytes)));
 }
 
 }  // namespace qsgemm::kernels

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "qsgemm/tensor.h"
@@ -26,5 +27,14 @@ struct SplitKReduceArgs {
 };
 
 void run_splitk_reduce(const SplitKReduceArgs& a, cudaStream_t stream);
+
+// Bytes of a split-K workspace: split_k float32 slices of [M][N].
+inline size_t splitk_workspace_bytes(int64_t M, int64_t N, int split_k) {
+  return static_cast<size_t>(split_k) * static_cast<size_t>(M) * static_cast<size_t>(N) * sizeof(float);
+}
+// A forced split's workspace rule, shared by both families: non-null and at least
+// splitk_workspace_bytes(M, N, split_k) bytes; otherwise kInvalidArgument (operand options.workspace)
+// naming the size needed and what was given.
+void check_splitk_workspace(const char* fn, int split_k, int64_t M, int64_t N, const void* workspace, size_t bytes);
 
 }  // namespace qsgemm::kernels
