@@ -193,11 +193,19 @@ BlockwisePlan plan_unchecked(int64_t M, int64_t N, int64_t K, ScaleGranularity g
   // against the skinny kernel in blockwise.json): 2112x7168 at M = 32 16.8 -> 12.6 us, at 16
   // 13.6 -> 13.0; 4096x14336 at 16 24.1 -> 22.7; 4096x7168 at 16 17.1 -> 15.8; 4096x4096 at 16
   // even (12.5 / 12.7). At M <= 8 the skinny kernel stays ahead (2112x7168: 11.5 us).
+  // With x in 128x128 blocks the 64-row tile cannot serve the pair; from 17 tokens (three or four
+  // n8 token tiles in the skinny kernel) the split 128x128 tile takes its place. Measured on the
+  // H200 at M = 17..32 on 7 weights of 512..2816 rows and K = 4096..16384, the rule's split against
+  // the skinny kernel (bench/results/h200/tune_blockwise_decode_2d.jsonl): 128x128.1x128
+  // 0.98-1.23x the skinny kernel's speed at 17..24 tokens and 1.03-1.23x at 25..32 (2112x7168 at
+  // 32: 17.5 -> 15.1 us), 128x128.128x128 1.00-1.23x and 1.06-1.34x. At 16 tokens the skinny
+  // kernel was ahead on all 14 layers of tune_blockwise_splitk_2d1d.jsonl (0.70-0.94x the time).
   constexpr int kNarrow = 1;  // the 64x128 ping-pong tile
-  if (options.config == -1 && M > 8 && ceil_div(N, int64_t{128}) > 2 &&
-      kernels::blockwise_config_supports(kNarrow, gx, gw)) {
-    const int s = kernels::blockwise_split_k(M, N, K, kNarrow, gw, sm_count);
-    if (s > 1) plan = {kNarrow, s};
+  constexpr int kSquare = 0;  // the 128x128 cooperative tile
+  if (options.config == -1 && M > 8 && ceil_div(N, int64_t{128}) > 2) {
+    const int tile = kernels::blockwise_config_supports(kNarrow, gx, gw) ? kNarrow : M > 16 ? kSquare : -1;
+    const int s = tile >= 0 ? kernels::blockwise_split_k(M, N, K, tile, gw, sm_count) : 1;
+    if (s > 1) plan = {tile, s};
   }
   return plan;
 }

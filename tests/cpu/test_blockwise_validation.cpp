@@ -607,14 +607,20 @@ TEST(BlockwiseHeuristic, Plan) {
   EXPECT_EQ(plan(64, 8192, 8192), P(1, 1));
   EXPECT_EQ(plan(4096, 4096, 4096), P(blockwise_choose_config(4096, 4096, 4096, 132), 1));
   // 9..32 tokens: the skinny kernel's pick gives way to the split 64x128 tile where the rule splits
-  // it; not at M <= 8, not on one or two W tiles, not for x 128x128 blocks (the 64-row tile cannot
-  // serve them).
+  // it; not at M <= 8, not on one or two W tiles. For x 128x128 blocks (the 64-row tile cannot serve
+  // them) the split 128x128 tile from 17 tokens.
   ASSERT_EQ(blockwise_choose_config(16, 4096, 14336, 132), kernels::kSkinnyConfig);
   EXPECT_EQ(plan(16, 4096, 14336), P(1, 4));
   EXPECT_EQ(plan(32, 2112, 7168), P(1, 7));
   EXPECT_EQ(plan(8, 4096, 14336), P(kernels::kSkinnyConfig, 1));
   EXPECT_EQ(plan(16, 136, 28672), P(kernels::kSkinnyConfig, 1));
   EXPECT_EQ(plan(16, 4096, 14336, G::kBlock128x128, G::kBlock128x128), P(kernels::kSkinnyConfig, 1));
+  EXPECT_EQ(plan(16, 2112, 7168, G::kBlock128x128, G::kGroup1x128), P(kernels::kSkinnyConfig, 1));
+  EXPECT_EQ(plan(17, 2112, 7168, G::kBlock128x128, G::kGroup1x128), P(0, 7));
+  EXPECT_EQ(plan(32, 2112, 7168, G::kBlock128x128, G::kBlock128x128), P(0, 7));
+  EXPECT_EQ(plan(24, 256, 7168, G::kBlock128x128, G::kBlock128x128), P(kernels::kSkinnyConfig, 1));
+  EXPECT_EQ(plan(32, 2112, 4112, G::kBlock128x128, G::kGroup1x128), P(kernels::kSkinnyConfig, 1))
+      << "K not in whole groups: no split, so the skinny kernel stays";
   EXPECT_EQ(plan(16, 4096, 14336, G::kPerRow, G::kPerRow), P(1, 4));
   // A forced configuration is kept (and the skinny kernel is never split); a forced split is taken.
   o.config = kernels::kSkinnyConfig;

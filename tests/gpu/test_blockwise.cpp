@@ -603,10 +603,9 @@ TEST_F(BlockwiseGpu, SplitKByHeuristic) {
     for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{33, 1032, 4096},
                                   std::tuple<int64_t, int64_t, int64_t>{100, 520, 4096},
                                   // 9..32 tokens: the 64x128 tile split instead of the skinny kernel
-                                  // (not for x 128x128 blocks, which that tile cannot serve).
+                                  // (for x 128x128 blocks, which that tile cannot serve, the 128x128 tile).
                                   std::tuple<int64_t, int64_t, int64_t>{20, 392, 8192},
                                   std::tuple<int64_t, int64_t, int64_t>{200, 264, 6144}}) {
-      if (M <= 32 && gx == G::kBlock128x128) continue;
       run_split(M, N, K, gx, gw);
       if (HasFatalFailure()) return;
     }
@@ -614,7 +613,6 @@ TEST_F(BlockwiseGpu, SplitKByHeuristic) {
   // 48 tokens, where 1x128.128x128 does not split.
   for (G gx : {G::kGroup1x128, G::kBlock128x128})
     for (int64_t M : {32, 48}) {
-      if (M <= 32 && gx == G::kBlock128x128) continue;
       if (gx == G::kGroup1x128)
         EXPECT_EQ(blockwise_plan(M, 6144, 4096, gx, G::kBlock128x128, BlockwiseOptions{}, 132).split_k, 1) << M;
       run_split(M, 6144, 4096, gx, G::kGroup1x128);
