@@ -318,8 +318,21 @@ void bench_quant_group(BenchEnv& env, int64_t M, int64_t K) {
 void print_summary(const BenchEnv& env, bool all_combos) {
   const std::vector<BenchRow>& rows = env.report.rows;
   std::printf("\n== summary (speedup = baseline time / qsgemm time, same run) ==\n");
-  for (const Combo& c : combos(all_combos))
+  for (const Combo& c : combos(all_combos)) {
     for (const std::string& b : c.baselines) print_speedup_summary(rows, c.family, b);
+    // At decode sizes the weight (e4m3, plus its scales) is what the kernel must stream.
+    const ScaleGranularity gw = c.gw;
+    print_decode_bandwidth(
+        rows, c.family, "the weight moves",
+        [gw](const BenchRow& r) {
+          const int64_t kb = (r.K + kScaleGroupK - 1) / kScaleGroupK;
+          const int64_t scales = gw == ScaleGranularity::kBlock128x128 ? (r.N + kScaleGroupK - 1) / kScaleGroupK * kb
+                                 : gw == ScaleGranularity::kGroup1x128 ? r.N * kb
+                                                                       : r.N;
+          return static_cast<double>(r.N * r.K + 4 * scales);
+        },
+        env.report.copy_bandwidth_GBps);
+  }
 
   std::printf("\nDeepSeek-V3 shapes at M=4096, TFLOP/s (qsgemm and cuBLASLt on this GPU; DeepGEMM as published for H800):\n");
   std::printf("  %-16s %12s %18s %16s\n", "layer", "qsgemm_1d2d", "cublaslt_block128", "DeepGEMM_H800");

@@ -991,6 +991,34 @@ std::vector<double> speedups(const std::vector<BenchRow>& rows, const std::strin
   return v;
 }
 
+void print_decode_bandwidth(const std::vector<BenchRow>& rows, const std::string& family, const char* what,
+                            const std::function<double(const BenchRow&)>& weight_bytes, double copy_bandwidth_GBps) {
+  std::vector<double> frac, of_memcpy;
+  for (const BenchRow& r : rows) {
+    if (r.family != family || r.M > kDecodeMaxM || !r.qsgemm_us) continue;
+    frac.push_back(weight_bytes(r) / (*r.qsgemm_us * 1e-6) / 1e9 / copy_bandwidth_GBps);
+    if (const auto m = r.baseline("cuda_memcpy_same_bytes")) of_memcpy.push_back(*m / *r.qsgemm_us);
+  }
+  const auto at_least = [](const std::vector<double>& v, double x) {
+    return std::count_if(v.begin(), v.end(), [x](double f) { return f >= x; });
+  };
+  if (frac.empty()) {
+    std::printf("%s M <= %lld: %s bandwidth n/a\n", family.c_str(), static_cast<long long>(kDecodeMaxM), what);
+    return;
+  }
+  std::printf("%s M <= %lld: %s at %.0f%% .. %.0f%% of copy bandwidth (median %.0f%%, >= 80%% on %zd of %zu points)\n",
+              family.c_str(), static_cast<long long>(kDecodeMaxM), what,
+              100 * *std::min_element(frac.begin(), frac.end()), 100 * *std::max_element(frac.begin(), frac.end()),
+              100 * median(frac), static_cast<ssize_t>(at_least(frac, 0.8)), frac.size());
+  if (!of_memcpy.empty())
+    std::printf("%s M <= %lld: memcpy of the same bytes / qsgemm time: %.0f%% .. %.0f%% (median %.0f%%, >= 80%% on %zd of "
+                "%zu points)\n",
+                family.c_str(), static_cast<long long>(kDecodeMaxM),
+                100 * *std::min_element(of_memcpy.begin(), of_memcpy.end()),
+                100 * *std::max_element(of_memcpy.begin(), of_memcpy.end()), 100 * median(of_memcpy),
+                static_cast<ssize_t>(at_least(of_memcpy, 0.8)), of_memcpy.size());
+}
+
 void print_speedup_summary(const std::vector<BenchRow>& rows, const std::string& family, const std::string& baseline) {
   struct Range {
     const char* label;

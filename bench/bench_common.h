@@ -315,6 +315,12 @@ std::vector<double> speedups(const std::vector<BenchRow>& rows, const std::strin
 // The standard summary of `family` vs `baseline`: geomean speedup for M >= 2048, 64 <= M <= 1024 and
 // M <= 32, then the points where qsgemm is slower (listed).
 void print_speedup_summary(const std::vector<BenchRow>& rows, const std::string& family, const std::string& baseline);
+// The decode-bandwidth summary of `family` (rows with M <= kDecodeMaxM): the weight's bytes
+// (weight_bytes(row): what the kernel must read of W, scales and metadata included) over qsgemm's
+// time, as a fraction of the 1 GiB copy's bandwidth (range, median, points at >= 80 %), and the
+// time of a memcpy of the row's own bytes over qsgemm's time (the same, where the row has one).
+void print_decode_bandwidth(const std::vector<BenchRow>& rows, const std::string& family, const char* what,
+                            const std::function<double(const BenchRow&)>& weight_bytes, double copy_bandwidth_GBps);
 
 // ---- small helpers ----------------------------------------------------------------------------------
 struct Layer {

@@ -338,23 +338,10 @@ void print_summary(const BenchEnv& env) {
   // At decode sizes the kernel should be bound by reading the compressed weight. Against the copy
   // bandwidth of a 1 GiB copy, and against a memcpy of the point's own bytes timed in the same
   // rounds (on 5-15 MB weights a copy of that size is far from the 1 GiB figure too).
-  std::vector<double> frac, of_memcpy;
-  for (const BenchRow& r : rows) {
-    if (r.family != family || r.M > kDecodeMaxM || !r.qsgemm_us) continue;
-    const double w = static_cast<double>(r.N * r.K / 2 + sparse24_meta_bytes(r.N, r.K) + 4 * r.N);
-    frac.push_back(w / (*r.qsgemm_us * 1e-6) / 1e9 / env.report.copy_bandwidth_GBps);
-    if (const auto m = r.baseline("cuda_memcpy_same_bytes")) of_memcpy.push_back(*m / *r.qsgemm_us);
-  }
-  if (frac.empty())
-    std::printf("M <= 32: compressed-weight bandwidth n/a\n");
-  else
-    std::printf("%s M <= 32: the compressed weight moves at %.0f%% .. %.0f%% of copy bandwidth (median %.0f%%, %zu points)\n",
-                family, 100 * *std::min_element(frac.begin(), frac.end()),
-                100 * *std::max_element(frac.begin(), frac.end()), 100 * median(frac), frac.size());
-  if (!of_memcpy.empty())
-    std::printf("%s M <= 32: memcpy of the same bytes / qsgemm time: %.0f%% .. %.0f%% (median %.0f%%, %zu points)\n",
-                family, 100 * *std::min_element(of_memcpy.begin(), of_memcpy.end()),
-                100 * *std::max_element(of_memcpy.begin(), of_memcpy.end()), 100 * median(of_memcpy), of_memcpy.size());
+  print_decode_bandwidth(
+      rows, family, "the compressed weight moves",
+      [](const BenchRow& r) { return static_cast<double>(r.N * r.K / 2 + sparse24_meta_bytes(r.N, r.K) + 4 * r.N); },
+      env.report.copy_bandwidth_GBps);
   }
 }
 
