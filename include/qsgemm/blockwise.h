@@ -85,8 +85,9 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
 // What blockwise_linear runs when it is given a workspace of blockwise_linear_workspace_bytes():
 // the configuration and the number of K slices (split_k 1: no split). Without a workspace it runs
 // blockwise_choose_config's pick unsplit. With options.split_k == 0 and options.config == -1, the
-// library may also take the 64x128 tile with a split where it would otherwise run the skinny
-// decode kernel (9 <= M <= 32 on narrow weights with a long K). Pure host arithmetic; the rule
+// library may also take a CUTLASS tile with a split where it would otherwise run the skinny
+// decode kernel (9 <= M <= 32 on narrow weights with a long K: the 64x128 tile, or the 128x128
+// tile from M = 17 when x has 128x128 blocks, which the 64-row tile cannot serve). Pure host arithmetic; the rule
 // and its measurements are in src/blockwise.cpp (blockwise_split_k). kInvalidArgument for a bad
 // shape (M < 0, N or K <= 0, any of them >= 2^31), config index or split_k, naming the value.
 struct BlockwisePlan {
