@@ -325,9 +325,8 @@ void print_summary(const BenchEnv& env, bool all_combos) {
     print_decode_bandwidth(
         rows, c.family, "the weight moves",
         [gw](const BenchRow& r) {
-          const int64_t kb = (r.K + kScaleGroupK - 1) / kScaleGroupK;
-          const int64_t scales = gw == ScaleGranularity::kBlock128x128 ? (r.N + kScaleGroupK - 1) / kScaleGroupK * kb
-                                 : gw == ScaleGranularity::kGroup1x128 ? r.N * kb
+          const int64_t scales = gw == ScaleGranularity::kBlock128x128 ? blocks(r.N) * blocks(r.K)
+                                 : gw == ScaleGranularity::kGroup1x128 ? r.N * blocks(r.K)
                                                                        : r.N;
           return static_cast<double>(r.N * r.K + 4 * scales);
         },
