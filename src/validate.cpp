@@ -51,6 +51,27 @@ void check_matrix(const char* fn, const char* name, const MatrixView& m, std::in
          cat("ld=", m.ld, " (", ld_bytes, " bytes) must be a multiple of ", align_bytes, " bytes"));
 }
 
+ByteRange byte_range(const void* p, size_t bytes) {
+  if (p == nullptr || bytes == 0) return {};
+  const auto b = reinterpret_cast<uintptr_t>(p);
+  return {b, b + bytes};
+}
+
+ByteRange byte_range(const MatrixView& m) {
+  if (m.rows <= 0 || m.cols <= 0) return {};
+  const size_t elems = static_cast<size_t>((m.rows - 1) * m.ld + m.cols);
+  return byte_range(m.data, elems * static_cast<size_t>(dtype_size(m.dtype)));
+}
+
+void check_no_overlap(const char* fn, const char* out_name, ByteRange out, const char* in_name, ByteRange in) {
+  if (out.empty() || in.empty()) return;
+  if (out.begin < in.end && in.begin < out.end)
+    fail(fn, Status::kInvalidArgument, out_name,
+         cat(out_name, " [", reinterpret_cast<const void*>(out.begin), ", ", reinterpret_cast<const void*>(out.end),
+             ") overlaps ", in_name, " [", reinterpret_cast<const void*>(in.begin), ", ",
+             reinterpret_cast<const void*>(in.end), "): outputs may not alias inputs"));
+}
+
 void require_sm90(const char* fn) {
   const DeviceInfo d = device_info(-1);
   if (!d.present) fail(fn, Status::kUnsupported, "", "no CUDA device is available (the kernels need an sm_90a GPU)");

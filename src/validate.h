@@ -3,6 +3,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <sstream>
 #include <string>
@@ -34,6 +36,18 @@ void check_matrix(const char* fn, const char* name, const MatrixView& m, std::in
                   int64_t rows, int64_t cols, int align_bytes);
 void check_dtype(const char* fn, const char* name, DType t, std::initializer_list<DType> allowed);
 void check_ptr(const char* fn, const char* name, const void* p, int align_bytes);
+
+// The bytes a matrix view spans: [data, data + ((rows - 1) * ld + cols) * element size); empty
+// (begin == end) for an empty view or a null pointer.
+struct ByteRange {
+  uintptr_t begin = 0, end = 0;
+  bool empty() const { return begin == end; }
+};
+ByteRange byte_range(const MatrixView& m);
+ByteRange byte_range(const void* p, size_t bytes);
+// Throws kInvalidArgument naming both operands when an output range overlaps an input (or another
+// output): a kernel reading what it writes gives a result that depends on timing.
+void check_no_overlap(const char* fn, const char* out_name, ByteRange out, const char* in_name, ByteRange in);
 
 // True when `stream` belongs to a device with compute capability 9.0 (sm_90a kernels run there).
 void require_sm90(const char* fn);
