@@ -23,8 +23,8 @@
 //
 // fp32 output for every configuration (with and without bias, padded output rows whose padding must
 // stay untouched, per-token and per-tensor scales), split-K on every data-parallel configuration;
-// bf16 output in a test of its own (the exact float32 value rounded once to nearest-even, which is
-// what every epilogue documents).
+// bf16 output in a test of its own (the exact float32 value rounded once to nearest-even, as every
+// epilogue does: CUTLASS's round_to_nearest, __float2bfloat16_rn in the decode and split-K kernels).
 #include <gtest/gtest.h>
 
 // cuda_runtime.h (not only _api.h): its typed cudaMalloc(T**, size_t) overload is what
