@@ -11,6 +11,9 @@
 #          BW_ARGS     options for the blockwise bench only (default --all-combos: the 1d1d, 2d1d,
 #                      2d2d families too: about 2.5x the blockwise bench's ~100 s)
 #          TUNE        "M,N,K;M,N,K;..." shapes for `qsgemm tune sparse24`
+# QSGEMM_REQUIRE_GPU=1 is set: a GPU test that finds no usable GPU fails instead of skipping. The
+# script keeps going after a failure (every output and the summary are written), then exits 1 when
+# anything failed: the self-check (`qsgemm verify`), a test binary, a sanitizer shard, a bench step.
 # Binaries are built on the CPU machine (scripts/build.sh) and staged with scripts/stage_device.sh.
 set -uo pipefail
 out="${1:?usage: device_check.sh OUT_DIR [BIN_DIR]}"
@@ -24,32 +27,47 @@ if [ -z "${QSGEMM_CUSPARSELT_LIB:-}" ]; then
   export QSGEMM_CUSPARSELT_LIB
 fi
 export QSGEMM_GIT_COMMIT="$(cat "$bin/COMMIT" 2>/dev/null || echo unknown)"
+export QSGEMM_REQUIRE_GPU=1
 summary="$out/summary.txt"
 : > "$summary"
 note() { echo "$*" | tee -a "$summary"; }
+failed=()
+fail() { failed+=("$*"); }
 has() { case ",$steps," in *",$1,"*) return 0;; esac; return 1; }
 tmp="$(mktemp -d)"
 
 if has info; then
   { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv; "$bin/qsgemm" info;
     "$bin/qsgemm" verify; } >> "$summary" 2>&1
-  note "verify rc=$?"
+  rc=$?
+  note "verify rc=$rc"
+  [ "$rc" -eq 0 ] || fail "info/verify (rc=$rc)"
 fi
 # GPU tests and the sanitizer run as parallel gtest shards (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX).
 start=$(date +%s)
+# Each job's exit status is collected (name -> pid), so that a failure is not lost in the parallel run.
+jobs_name=()
+jobs_pid=()
 if has tests; then
   "$bin/qsgemm_cpu_tests" > "$tmp/cpu.txt" 2>&1 &
+  jobs_name+=("cpu tests"); jobs_pid+=($!)
   for i in $(seq 0 $((shards - 1))); do
     GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$bin/qsgemm_gpu_tests" > "$tmp/gpu.$i.txt" 2>&1 &
+    jobs_name+=("gpu tests shard $i"); jobs_pid+=($!)
   done
 fi
 if has sanitizer; then
   for i in $(seq 0 $((shards - 1))); do
     GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i compute-sanitizer --tool memcheck --error-exitcode 97 \
       "$bin/qsgemm_gpu_tests" --gtest_filter="${SAN_FILTER:-*}" > "$tmp/san.$i.txt" 2>&1 &
+    jobs_name+=("sanitizer shard $i"); jobs_pid+=($!)
   done
 fi
-wait
+for j in "${!jobs_pid[@]}"; do
+  wait "${jobs_pid[$j]}"
+  rc=$?
+  [ "$rc" -eq 0 ] || fail "${jobs_name[$j]} (rc=$rc)"
+done
 if has tests; then
   cat "$tmp/cpu.txt" "$tmp"/gpu.*.txt > "$out/tests.txt"
   note "cpu tests: $(grep -E '^\[  (PASSED|FAILED) ' "$tmp/cpu.txt" | tr '\n' ' ')"
@@ -66,6 +84,8 @@ if has tune; then
   for s in "${shapes[@]}"; do
     IFS=',' read -r m n k <<< "$s"
     timeout 60 "$bin/qsgemm" tune sparse24 --m "$m" --n "$n" --k "$k" >> "$out/tune.txt" 2>&1
+    rc=$?
+    [ "$rc" -eq 0 ] || note "tune $s: rc=$rc (a tuning sweep, not a check: not counted as a failure)"
   done
   grep -E "winner" "$out/tune.txt" | tee -a "$summary"
 fi
@@ -77,8 +97,15 @@ if has bench; then
     [ "$b" = blockwise ] && extra="$extra ${BW_ARGS---all-combos}"
     # shellcheck disable=SC2086
     timeout "${BENCH_TIMEOUT:-300}" "$bin/qsgemm" bench "$b" --out "$out" $extra > "$out/bench_$b.txt" 2>&1
-    note "bench $b: rc=$? ($(( $(date +%s) - start )) s)"
+    rc=$?
+    note "bench $b: rc=$rc ($(( $(date +%s) - start )) s)"
+    [ "$rc" -eq 0 ] || fail "bench $b (rc=$rc)"
     sed -n '/== summary/,$p' "$out/bench_$b.txt" | tee -a "$summary"
   done
 fi
 rm -rf "$tmp"
+if [ "${#failed[@]}" -gt 0 ]; then
+  note "FAILED: $(IFS=';'; echo "${failed[*]}")"
+  exit 1
+fi
+note "all steps passed"

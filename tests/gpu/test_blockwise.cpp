@@ -4,11 +4,11 @@
 // Every case: fresh random bf16-valued inputs (no zeros) with per-row and per-group magnitudes
 // spread over 2^±3 (so that the scales matter), quantized on the host by the ref:: quantizers,
 // uploaded with NaN in every padding byte (X/W columns past K, scale entries past M), output
-// poisoned with 0xFF (NaN) before the run. Checks: relative Frobenius error of every reference row
-// against the tolerance of the output dtype, no NaN left in [M, N], padding columns of Y untouched.
-// The reference costs O(M·N·K) in float64 on one core: for big shapes it is computed for a
-// 128-aligned band of leading rows and a band of trailing rows (kMaxRefMacs), all rows are still
-// checked for NaN.
+// poisoned with 0xFF (NaN) before the run. Checks (bounds in tests/tolerances.h): the reference of
+// every row (float64, O(M·N·K), computed on several host threads), the relative Frobenius error
+// against the bound of the output dtype, every element against the element-wise bound
+// (gpu_test_util.h, expect_elements_close: a single wrong element fails), no NaN left in [M, N],
+// padding columns of Y untouched.
 #include <gtest/gtest.h>
 
 // cuda_runtime.h (not only _api.h): its typed cudaMalloc(T**, size_t) overload is what
@@ -39,28 +39,14 @@ using namespace qsgemm;
 using qsgemm::test::DeviceBuffer;
 using G = ScaleGranularity;
 
-// Tolerances on the relative Frobenius error vs. float64 (the bounds), defined once. fp32
-// output measures the kernel's arithmetic: FP8 products summed by the tensor cores, promoted to
-// float32 at least every 128 of K. bf16 / fp16 output adds the rounding of every element (unit
-// roundoff 2^-8 for bf16, 2^-11 for fp16), which alone averages ~1.6e-3 for bf16 and on outputs of
-// a few elements can exceed 2e-3 with no arithmetic error at all. So for bf16 / fp16 the bound is
-// the larger of the and what the exactly rounded reference reaches plus twice the fp32
-// bound (|round(v) - v| is 1-Lipschitz in v, so ||Y - ref|| <= ||round(ref) - ref|| + 2·||Y32 - ref||
-// where Y32 is the kernel's float32 result). On large outputs the two coincide (1.6e-3 + 4e-4).
-constexpr double kTolBf16 = 2e-3;
-constexpr double kTolFp16 = 1e-3;
-constexpr double kTolFp32 = 2e-4;
-double tolerance(DType out) { return out == DType::kBF16 ? kTolBf16 : out == DType::kF16 ? kTolFp16 : kTolFp32; }
-
+// Bounds: tests/tolerances.h (one header for both families).
+using test::Family;
 // Worst error / tolerance seen by the current test, printed by the fixture (evidence for the docs).
 struct Worst {
   double ratio = 0, err = 0, tol = 0;
   std::string what;
 };
 Worst g_worst;
-
-// Largest reference cost per case (multiply-adds in float64).
-constexpr double kMaxRefMacs = 1.5e8;
 
 enum class BiasKind { kNone, kF32, kOut };
 
@@ -127,19 +113,6 @@ void quantize(G g, bool is_x, const std::vector<float>& v, int64_t rows, int64_t
       ref::quantize_fp8_per_row(v.data(), rows, cols, cols, q.data(), ldq, s.data());
       break;
   }
-}
-
-// Row bands [begin, end) for the reference: everything when cheap enough, else a leading and a
-// trailing band, both starting at multiples of 128 (so that 128x128 x-scale blocks stay aligned).
-std::vector<std::pair<int64_t, int64_t>> reference_bands(int64_t M, int64_t N, int64_t K) {
-  const double per_row = static_cast<double>(N) * static_cast<double>(K);
-  const int64_t budget_rows = std::max<int64_t>(1, static_cast<int64_t>(kMaxRefMacs / per_row));
-  if (M <= budget_rows) return {{0, M}};
-  const int64_t band = std::max<int64_t>(1, budget_rows / 2);
-  int64_t tail_begin = (M - band) / kScaleGroupK * kScaleGroupK;
-  if (tail_begin < band) tail_begin = ceil_div(band, kScaleGroupK) * kScaleGroupK;
-  if (tail_begin >= M) return {{0, band}};
-  return {{0, band}, {tail_begin, M}};
 }
 
 // Runs one case; failures are reported with the case in the trace.
@@ -221,43 +194,33 @@ void run_case(const Case& c, std::mt19937& rng, cudaStream_t stream) {
       out[i] = c.out == DType::kBF16 ? bf16_decode(b) : fp16_decode(b);
     }
   }
-  int64_t nan_count = 0, pad_written = 0;
-  for (int64_t m = 0; m < M; ++m) {
+  int64_t nan_count = 0;
+  for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) nan_count += std::isnan(out[m * ldy + n]) ? 1 : 0;
-    for (int64_t b = N * y_size; b < ldy * y_size; ++b) pad_written += raw[m * ldy * y_size + b] != 0xFF ? 1 : 0;
-  }
   ASSERT_EQ(nan_count, 0) << "elements of Y left unwritten (or NaN)";
-  ASSERT_EQ(pad_written, 0) << "bytes of Y's padding columns (ld > N) were written";
+  ASSERT_EQ(test::expect_padding_untouched(raw, M, N, ldy, y_size), 0);
 
-  // Reference on row bands; error over all reference rows together.
-  const std::vector<std::pair<int64_t, int64_t>> bands = reference_bands(M, N, K);
-  std::vector<double> ref_rows;
-  std::vector<float> out_rows;
+  // Reference of every row, on several threads (chunks of whole 128-row x-scale blocks).
+  std::vector<double> expect(static_cast<size_t>(M * N));
   const int64_t kb = ceil_div(K, kScaleGroupK);
-  for (const auto& [m0, m1] : bands) {
-    const int64_t rows = m1 - m0;
+  test::parallel_rows(M, kScaleGroupK, [&](int64_t m0, int64_t m1) {
     const float* sx_band = c.gx == G::kBlock128x128 ? sx.data() + (m0 / kScaleGroupK) * kb : sx.data() + m0;
-    std::vector<double> r(static_cast<size_t>(rows * N));
-    ref::gemm_fp8_blockwise(qx.data() + m0 * ldx, ldx, qw.data(), ldw, rows, N, K, c.gx, sx_band, ld_sx, c.gw,
-                            sw.data(), bias_f.empty() ? nullptr : bias_f.data(), r.data());
-    ref_rows.insert(ref_rows.end(), r.begin(), r.end());
-    for (int64_t m = m0; m < m1; ++m)
-      out_rows.insert(out_rows.end(), out.begin() + m * ldy, out.begin() + m * ldy + N);
-  }
-  const int64_t ref_m = static_cast<int64_t>(ref_rows.size()) / N;
-  const double err = ref::rel_frobenius_error(ref_rows.data(), out_rows.data(), ref_m, N, N);
-  double tol = tolerance(c.out), e_round = 0.0;
+    ref::gemm_fp8_blockwise(qx.data() + m0 * ldx, ldx, qw.data(), ldw, m1 - m0, N, K, c.gx, sx_band, ld_sx, c.gw,
+                            sw.data(), bias_f.empty() ? nullptr : bias_f.data(), expect.data() + m0 * N);
+  });
+  const double err = ref::rel_frobenius_error(expect.data(), out.data(), M, N, ldy);
+  double e_round = 0.0;
   if (c.out != DType::kF32) {
-    std::vector<float> rounded(ref_rows.size());
+    std::vector<float> rounded(expect.size());
     for (size_t i = 0; i < rounded.size(); ++i) {
-      const float v = static_cast<float>(ref_rows[i]);
+      const float v = static_cast<float>(expect[i]);
       rounded[i] = c.out == DType::kBF16 ? bf16_decode(bf16_encode(v)) : fp16_decode(fp16_encode(v));
     }
-    e_round = ref::rel_frobenius_error(ref_rows.data(), rounded.data(), ref_m, N, N);
-    tol = std::max(tol, e_round + 2 * kTolFp32);
+    e_round = ref::rel_frobenius_error(expect.data(), rounded.data(), M, N, N);
   }
-  EXPECT_LE(err, tol) << "relative Frobenius error over " << ref_m << " reference rows (exactly rounded reference: "
-                      << e_round << ")";
+  const double tol = test::rel_frobenius(Family::kBlockwise, c.out, e_round);
+  EXPECT_LE(err, tol) << "relative Frobenius error (exactly rounded reference: " << e_round << ")";
+  test::expect_elements_close(expect.data(), out.data(), M, N, ldy, test::element_bound(c.out));
   if (err / tol > g_worst.ratio) g_worst = {err / tol, err, tol, c.str()};
 }
 
@@ -422,7 +385,7 @@ TEST_F(BlockwiseGpu, PerRowWideTileByHeuristic) {
   std::mt19937 rng(651);
   for (const auto& [M, N, K, out] : {std::tuple<int64_t, int64_t, int64_t, DType>{1000, 2112, 656, DType::kBF16},
                                      std::tuple<int64_t, int64_t, int64_t, DType>{4099, 2112, 640, DType::kF32}}) {
-    ASSERT_EQ(blockwise_choose_config(M, N, K, G::kPerRow, G::kPerRow, 132), 4) << M << "x" << N << "x" << K;
+    ASSERT_EQ(blockwise_choose_config(M, N, K, G::kPerRow, G::kPerRow, test::device_sm_count()), 4) << M << "x" << N << "x" << K;
     Case c;
     c.M = M;
     c.N = N;
@@ -590,7 +553,7 @@ TEST_F(BlockwiseGpu, SplitKByHeuristic) {
   size_t i = 0;
   // One case through the library's own choice, given a workspace; the plan must split it.
   const auto run_split = [&](int64_t M, int64_t N, int64_t K, G gx, G gw) {
-    EXPECT_GT(blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, 132).split_k, 1)
+    EXPECT_GT(blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, test::device_sm_count()).split_k, 1)
         << M << "x" << N << "x" << K << ": the heuristic does not split this shape any more";
     Case c = shape_case(M, N, K, gx, gw);
     c.workspace = true;
@@ -614,7 +577,7 @@ TEST_F(BlockwiseGpu, SplitKByHeuristic) {
   for (G gx : {G::kGroup1x128, G::kBlock128x128})
     for (int64_t M : {32, 48}) {
       if (gx == G::kGroup1x128)
-        EXPECT_EQ(blockwise_plan(M, 6144, 4096, gx, G::kBlock128x128, BlockwiseOptions{}, 132).split_k, 1) << M;
+        EXPECT_EQ(blockwise_plan(M, 6144, 4096, gx, G::kBlock128x128, BlockwiseOptions{}, test::device_sm_count()).split_k, 1) << M;
       run_split(M, 6144, 4096, gx, G::kGroup1x128);
       if (HasFatalFailure()) return;
     }

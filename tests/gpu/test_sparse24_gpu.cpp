@@ -20,20 +20,8 @@ namespace {
 using namespace qsgemm;
 using namespace qsgemm::test;
 
-// Tolerances (relative Frobenius error vs float64), defined once: issue #3's bounds.
-constexpr double kTolBf16 = 2e-3, kTolF16 = 2e-3, kTolF32 = 5e-4;
-// FP8 fast accumulation (opt-in) keeps no float32 promotion in the K loop: measured 2.6e-3 to 3.1e-3
-// at K = 28672 on the H200 (docs/performance.md), with single elements off by up to ~2% of the
-// output's RMS, so its element-wise bound is looser too.
-constexpr double kTolFastAccum = 5e-3;
-// bf16 / fp16 output adds the rounding of every element (unit roundoff 2^-8 for bf16), which alone
-// averages ~1.6e-3 for bf16 and on outputs of a few elements can exceed 2e-3 with no arithmetic error
-// at all (24 bf16 outputs measured 2.3e-3 with a float32 result exact to 5e-8). So for bf16 / fp16
-// the bound is the larger of the issue's and what the exactly rounded reference reaches plus twice
-// the kernels' float32 error (|round(v) - v| is 1-Lipschitz: ||Y - ref|| <= ||round(ref) - ref|| +
-// 2·||Y32 - ref||), taken as 1e-4 (measured 0.8-0.9e-4 at K = 28672). On large outputs the issue's
-// bound is the larger one (1.6e-3 + 2e-4); tests/gpu/test_blockwise.cpp does the same.
-constexpr double kF32Arith = 1e-4;
+// Bounds: tests/tolerances.h (one header for both families).
+using test::Family;
 
 // A compressed weight on the device together with its CPU twin.
 struct Weight {
@@ -276,38 +264,27 @@ void check_linear(const Weight& w, const LinearSpec& s, std::mt19937& rng) {
   std::vector<double> expect(M * N);
   ref::gemm_sparse24_fp8(xq.data(), ldx, M, w.host, sx.data(), s.x_scalar, s.bias == DType::kU8 ? nullptr : bias_f.data(),
                          expect.data());
+  // Y's padding columns (ld > N) keep their poison: the kernels write only [M, N].
+  test::expect_padding_untouched(raw, M, N, ldy, esize);
   const double err = ref::rel_frobenius_error(expect.data(), out.data(), M, N, ldy);
-  double tol = s.fast_accum ? kTolFastAccum : s.out == DType::kF32 ? kTolF32 : s.out == DType::kF16 ? kTolF16 : kTolBf16;
+  double e_round = 0.0;
   if (!s.fast_accum && s.out != DType::kF32) {
     std::vector<float> rounded(expect.begin(), expect.end());
     if (s.out == DType::kBF16)
       to_bf16(rounded);
     else
       to_fp16(rounded);
-    const double e_round = ref::rel_frobenius_error(expect.data(), rounded.data(), M, N, N);
-    tol = std::max(tol, e_round + 2 * kF32Arith);
+    e_round = ref::rel_frobenius_error(expect.data(), rounded.data(), M, N, N);
   }
-  EXPECT_LE(err, tol);
+  const double tol = test::rel_frobenius(Family::kSparse24, s.out, e_round, s.fast_accum);
+  EXPECT_LE(err, tol) << "relative Frobenius error (exactly rounded reference: " << e_round << ")";
   testing::Test::RecordProperty((testing::Message() << "rel_err_M" << M << "_K" << K << "_" << dtype_name(s.out)
                                                     << (s.fast_accum ? "_fast" : "")).GetString(),
                                 (testing::Message() << err).GetString());
   if (s.fast_accum || K >= 8192) std::printf("    rel_err %.3e (M=%lld K=%lld %s%s)\n", err, static_cast<long long>(M),
                                              static_cast<long long>(K), dtype_name(s.out), s.fast_accum ? " fast_accum" : "");
-  // Every element: finite, and close relative to its own size and the output's RMS (fast
-  // accumulation: relative to the RMS only, see kTolFastAccum).
-  double rms = 0;
-  for (double v : expect) rms += v * v;
-  rms = std::sqrt(rms / static_cast<double>(expect.size()));
-  int64_t bad = 0;
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      const double e = expect[m * N + n], o = out[m * ldy + n];
-      const double bound = s.fast_accum ? 0.1 * rms : 2e-2 * (std::fabs(e) + 0.1 * rms);
-      if (!(std::fabs(o - e) <= bound)) {
-        if (bad++ < 3) ADD_FAILURE() << "element (" << m << ", " << n << "): got " << o << ", expected " << e;
-      }
-    }
-  EXPECT_EQ(bad, 0);
+  // Every element of every row (the bound and its derivation: gpu_test_util.h, tolerances.h).
+  test::expect_elements_close(expect.data(), out.data(), M, N, ldy, test::element_bound(s.out, s.fast_accum));
 }
 
 TEST(Sparse24Gpu, LinearEveryTokenCount) {
@@ -391,7 +368,7 @@ TEST(Sparse24Gpu, LinearSkinnyDecode) {
   make_weight(shard, 1280, 8192, rng);
   for (int64_t M : {1, 8}) {
     for (bool sk : {false, true})
-      for (bool fast : {false, true}) ASSERT_EQ(sparse24_choose_config(M, 1280, 8192, 132, fast, sk), kSkinny);
+      for (bool fast : {false, true}) ASSERT_EQ(sparse24_choose_config(M, 1280, 8192, test::device_sm_count(), fast, sk), kSkinny);
     LinearSpec f32{M, DType::kF32};
     f32.workspace = false;
     check_linear(shard, f32, rng);
@@ -425,7 +402,7 @@ TEST(Sparse24Gpu, LinearStreamK) {
   // Decode on a weight of 10240 rows: the heuristic takes configuration 10 when given a workspace.
   Weight big;
   make_weight(big, 10240, 1024, rng);
-  ASSERT_EQ(sparse24_choose_config(4, 10240, 1024, 132, false, true), 10);
+  ASSERT_EQ(sparse24_choose_config(4, 10240, 1024, test::device_sm_count(), false, true), 10);
   check_linear(big, LinearSpec{4, DType::kBF16}, rng);
   // The same call without a workspace falls back to a configuration that needs none.
   LinearSpec none{4, DType::kBF16};
@@ -441,7 +418,7 @@ TEST(Sparse24Gpu, LinearWideTokenTileByHeuristic) {
   std::mt19937 rng(9);
   Weight w;
   make_weight(w, 1288, 256, rng);
-  for (bool sk : {false, true}) ASSERT_EQ(sparse24_choose_config(8192, 1288, 256, 132, false, sk), 9);
+  for (bool sk : {false, true}) ASSERT_EQ(sparse24_choose_config(8192, 1288, 256, test::device_sm_count(), false, sk), 9);
   LinearSpec bf{8192, DType::kBF16, DType::kBF16};
   check_linear(w, bf, rng);
   LinearSpec f32{8192, DType::kF32, DType::kF32};
@@ -485,7 +462,7 @@ TEST(Sparse24Gpu, LinearSplitKEveryConfiguration) {
 }
 
 // Split-K by the library's own rule: the 1280-row tensor-parallel shard at small M (20 or 40 tiles
-// of 64 rows on 132 SMs) splits when given a workspace (at M = 1 in place of the decode kernel), and
+// of 64 rows on the H200's 132 SMs) splits when given a workspace (at M = 1 in place of the decode kernel), and
 // runs unsplit without one.
 TEST(Sparse24Gpu, LinearSplitKByHeuristic) {
   QSGEMM_REQUIRE_SM90();
