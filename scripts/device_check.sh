@@ -11,6 +11,8 @@
 #          BW_ARGS     options for the blockwise bench only (default --all-combos: the 1d1d, 2d1d,
 #                      2d2d families too: about 2.5x the blockwise bench's ~100 s)
 #          TUNE        "M,N,K;M,N,K;..." shapes for `qsgemm tune sparse24`
+#          TEST_TIMEOUT, SAN_TIMEOUT  seconds for each test / sanitizer shard (default 480: a device
+#                      call ends at 600 s; a shard that runs out of time counts as failed)
 # QSGEMM_REQUIRE_GPU=1 is set: a GPU test that finds no usable GPU fails instead of skipping. The
 # script keeps going after a failure (every output and the summary are written), then exits 1 when
 # anything failed: the self-check (`qsgemm verify`), a test binary, a sanitizer shard, a bench step.
@@ -52,13 +54,13 @@ if has tests; then
   "$bin/qsgemm_cpu_tests" > "$tmp/cpu.txt" 2>&1 &
   jobs_name+=("cpu tests"); jobs_pid+=($!)
   for i in $(seq 0 $((shards - 1))); do
-    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$bin/qsgemm_gpu_tests" > "$tmp/gpu.$i.txt" 2>&1 &
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "${TEST_TIMEOUT:-480}" "$bin/qsgemm_gpu_tests" > "$tmp/gpu.$i.txt" 2>&1 &
     jobs_name+=("gpu tests shard $i"); jobs_pid+=($!)
   done
 fi
 if has sanitizer; then
   for i in $(seq 0 $((shards - 1))); do
-    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i compute-sanitizer --tool memcheck --error-exitcode 97 \
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "${SAN_TIMEOUT:-480}" compute-sanitizer --tool memcheck --error-exitcode 97 \
       "$bin/qsgemm_gpu_tests" --gtest_filter="${SAN_FILTER:-*}" > "$tmp/san.$i.txt" 2>&1 &
     jobs_name+=("sanitizer shard $i"); jobs_pid+=($!)
   done
