@@ -1,8 +1,10 @@
 // bench/bench.h — `qsgemm bench`: qsgemm's kernels against the vendor libraries, timed in the same run.
 //
-// Each benchmark times qsgemm and its baselines on the same shapes, L2 flushed before every timed
-// run, prints a table with ratios against the baselines plus TFLOP/s and GB/s against the device's
-// ceilings, and writes one JSON file in the shape of shared/BENCH_RESULTS.md:
+// Each benchmark times qsgemm and its baselines on the same shapes, by the same method (timer.h,
+// harness.h), cuBLASLt at the best of its heuristic's top algorithms, L2 flushed before every timed
+// run; it prints a table with ratios against the baselines plus TFLOP/s and GB/s against the
+// device's ceilings, and writes one JSON file in the shape of shared/BENCH_RESULTS.md (after every
+// layer, so a run stopped by a time limit keeps what it measured):
 //   qsgemm bench sparse24   -> <out>/sparse24.json
 //   qsgemm bench blockwise  -> <out>/blockwise.json
 #pragma once
@@ -25,6 +27,9 @@ struct BenchOptions {
   bool check = true;        // rel_err vs the float64 CPU reference on sampled rows/columns
   int reps = 50;            // timed runs per measurement at most (fewer for long runs)
   double budget_ms = 200;   // stop adding timed runs to one measurement past this much GPU time
+  int algo_search = 8;      // cuBLASLt: time up to this many of its heuristic's algorithms per point, keep
+                            // the best (1 = the heuristic's top pick, no search)
+  int search_reps = 5;      // timed runs per algorithm in that search at most (at least min(3, this))
 };
 
 // Each returns a process exit code: 0 when the sweep ran and the JSON was written (rows whose

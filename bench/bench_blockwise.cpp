@@ -7,12 +7,14 @@
 //   with --all-combos also blockwise_1d1d, blockwise_2d1d, blockwise_2d2d (no vendor baseline).
 // Operands are random e4m3 with random positive scales of the family's granularity; y is bf16, no bias.
 // qsgemm is given a split-K workspace of blockwise_linear_workspace_bytes (the heuristic's split).
-// qsgemm and the row's baselines are timed in two interleaved rounds, forward then reverse
-// (PointTimer). When blockwise_linear fails, the row keeps qsgemm_us null with the library's
-// message in notes, and the baselines are still timed.
+// qsgemm and the row's baselines are timed by one method, cuBLASLt at the best of its heuristic's
+// algorithms, in two interleaved rounds, forward then reverse (PointTimer, harness.h). When
+// blockwise_linear fails, the row keeps qsgemm_us null with the library's message in notes, and
+// the baselines are still timed.
 //
 // rel_err: the float64 CPU reference (qsgemm::ref::gemm_fp8_blockwise) on the same quantized
-// operands, over up to 8 sampled tokens x 256 sampled output channels (output poisoned with NaN first).
+// operands, over up to 8 sampled tokens x 256 sampled output channels (output poisoned with NaN first);
+// each baseline's output against the float64 reference of its own operands and scales (baselines_rel_err).
 // Also quant_fp8_group rows: quantize_fp8_per_token_group of M x K bf16 (1x128 groups, M-major scales).
 #include <cuda_runtime_api.h>
 
@@ -23,7 +25,10 @@
 #include <vector>
 
 #include "bench.h"
-#include "bench_common.h"
+#include "bench_util.h"
+#include "cublaslt_baselines.h"
+#include "harness.h"
+#include "summary.h"
 #include "qsgemm/blockwise.h"
 #include "qsgemm/error.h"
 #include "qsgemm/formats.h"
@@ -180,8 +185,12 @@ double blockwise_rel_err(const Combo& c, LayerScales& sc, const std::vector<int6
   }
   const ScaleGranularity gref = rowwise ? ScaleGranularity::kPerRow : ScaleGranularity::kGroup1x128;
   std::vector<double> expect(static_cast<size_t>(T * C));
-  ref::gemm_fp8_blockwise(x.data(), K, w_rows.data(), K, T, C, K, gref, sx.data(), T, gref, sw.data(), nullptr,
-                          expect.data());
+  // One token per task; its scales are sx[t] (per row) or sx[g * T + t] (groups, ld T).
+  parallel_for(T, [&](int64_t t) {
+    ref::gemm_fp8_blockwise(&x[static_cast<size_t>(t * K)], K, w_rows.data(), K, 1, C, K, gref,
+                            &sx[static_cast<size_t>(t)], T, gref, sw.data(), nullptr,
+                            &expect[static_cast<size_t>(t * C)]);
+  });
   return ref::rel_frobenius_error(expect.data(), out.data(), T, C, C);
 }
 
@@ -245,6 +254,7 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
       // Decode sizes: the floor of a kernel that moves these bytes, measured the same way.
       if (M <= kDecodeMaxM) add_memcpy_baseline(point, env, row);
       point.run(env);
+      point.check_baselines(env);
 
       if (row.qsgemm_us && env.check) {
         guarded(row, "rel_err", [&] {
@@ -345,6 +355,8 @@ void print_summary(const BenchEnv& env, bool all_combos) {
     std::printf("  %-16s %12s %18s %16.0f\n", p.layer, tflops(r ? r->qsgemm_us : std::nullopt).c_str(),
                 tflops(r ? r->baseline("cublaslt_fp8_block128") : std::nullopt).c_str(), p.tflops);
   }
+  print_algo_search_summary(rows);
+  print_baseline_errors(rows);
 }
 
 }  // namespace
@@ -363,17 +375,7 @@ int bench_blockwise(const BenchOptions& options) {
     const ResultTable table({"cublaslt_fp8_block128", "cublaslt_fp8_tensor", "cublaslt_fp8_rowwise", "cuda_memcpy_same_bytes"},
                             {"cublaslt_fp8_block128", "cublaslt_fp8_tensor", "cublaslt_fp8_rowwise"});
     table.print_header();
-    for (const Layer& layer : layers) {
-      try {
-        bench_layer(env, layer, ms, options.all_combos, table);
-      } catch (const ContextLost&) {
-        throw;
-      } catch (const std::exception& e) {
-        std::printf("%s: skipped: %s\n", layer.name.c_str(), e.what());
-        const std::string lost = cuda_context_error();
-        if (!lost.empty()) throw ContextLost(lost);
-      }
-    }
+    for_each_layer(env, layers, [&](const Layer& layer) { bench_layer(env, layer, ms, options.all_combos, table); });
     std::printf("\n");
     bench_quant_group(env, 4096, 4096);
     if (!options.quick) bench_quant_group(env, 8192, 8192);

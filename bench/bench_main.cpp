@@ -17,30 +17,36 @@ namespace {
 const char kUsage[] =
     "usage: qsgemm bench <sparse24|blockwise|all> [options]\n"
     "\n"
-    "Times qsgemm's kernels and the vendor baselines on the same shapes in the same run (L2 flushed\n"
-    "before every timed run, median), prints a table with speedups, TFLOP/s and GB/s, and writes\n"
-    "<out>/<benchmark>.json in the shape of shared/BENCH_RESULTS.md.\n"
+    "Times qsgemm's kernels and the vendor baselines on the same shapes in the same run, by the same\n"
+    "method (L2 flushed before every timed run, median, two interleaved rounds; with --graph every\n"
+    "candidate of a short point as CUDA-graph replays), cuBLASLt at the best of its heuristic's top\n"
+    "algorithms; prints a table with speedups, TFLOP/s and GB/s, and writes <out>/<benchmark>.json in\n"
+    "the shape of shared/BENCH_RESULTS.md after every layer.\n"
     "\n"
-    "  sparse24    2:4 sparse FP8 (sparse24_linear) vs cuBLASLt FP8 row-wise, cuSPARSELt FP8 2:4, cuBLAS bf16;\n"
-    "              plus sparse24_compress and quantize_fp8_per_token rows\n"
+    "  sparse24    2:4 sparse FP8 (sparse24_linear) vs cuBLASLt FP8 row-wise and per-tensor, cuSPARSELt\n"
+    "              FP8 2:4, cuBLAS bf16; plus sparse24_compress and quantize_fp8_per_token rows\n"
     "  blockwise   FP8 1x128 x 128x128 (blockwise_linear) vs cuBLASLt FP8 block-scaled and per-tensor,\n"
     "              row-wise vs cuBLASLt FP8 row-wise; plus quantize_fp8_per_token_group rows\n"
     "  all         both, one after the other\n"
     "\n"
     "options:\n"
-    "  --out DIR        folder of the JSON files (default bench/results/h200, created if missing)\n"
-    "  --json FILE      write the JSON to FILE instead (one benchmark only)\n"
-    "  --layers a,b     only these layers, e.g. l3-8b.o,l3-70b.down (one benchmark only)\n"
-    "  --ms 1,16,4096   only these token counts M (default 1,8,16,32,64,...,16384)\n"
-    "  --quick          a smoke test: 2 layers x M in {16, 256, 4096}\n"
-    "  --all-combos     blockwise: also the 1d1d, 2d1d and 2d2d families (no baseline for those)\n"
-    "  --graph          time runs shorter than 50 us as CUDA-graph replays\n"
-    "  --dirty-flush    flush L2 with a 512 MiB memset (shared/tools' method; the timed run then also\n"
-    "                   writes back the dirty lines) instead of a 512 MiB read (cold, clean L2)\n"
-    "  --no-check       skip rel_err (float64 CPU reference on sampled outputs)\n"
-    "  --reps N         timed runs per measurement at most (default 50)\n"
-    "  --budget-ms T    fewer runs when N runs would take more than T ms of GPU time (default 200)\n"
-    "  --help           this text\n"
+    "  --out DIR          folder of the JSON files (default bench/results/h200, created if missing)\n"
+    "  --json FILE        write the JSON to FILE instead (one benchmark only)\n"
+    "  --layers a,b       only these layers, e.g. l3-8b.o,l3-70b.down (one benchmark only)\n"
+    "  --ms 1,16,4096     only these token counts M (default 1,8,16,32,64,...,16384)\n"
+    "  --quick            a smoke test: 2 layers x M in {16, 256, 4096}\n"
+    "  --all-combos       blockwise: also the 1d1d, 2d1d and 2d2d families (no baseline for those)\n"
+    "  --graph            points where a candidate runs under 50 us: time every candidate as CUDA-graph\n"
+    "                     replays (all or none: when one cannot be captured, all are timed directly)\n"
+    "  --dirty-flush      flush L2 with a 512 MiB memset (shared/tools' method; the timed run then also\n"
+    "                     writes back the dirty lines) instead of a 512 MiB read (cold, clean L2)\n"
+    "  --no-check         skip rel_err (float64 CPU reference on sampled outputs, qsgemm's and baselines')\n"
+    "  --reps N           timed runs per measurement at most (default 50)\n"
+    "  --budget-ms T      fewer runs when N runs would take more than T ms of GPU time (default 200)\n"
+    "  --algo-search N    cuBLASLt: time up to N of its heuristic's algorithms per point and keep the\n"
+    "                     fastest (default 8; 1 = the heuristic's top pick, no search)\n"
+    "  --search-reps R    timed runs per algorithm in that search at most (default 5; budget T/10)\n"
+    "  --help             this text\n"
     "\n"
     "environment:\n"
     "  QSGEMM_GIT_COMMIT       recorded as git_commit in the JSON (default \"unknown\")\n"
@@ -114,6 +120,10 @@ int bench_main(int argc, char** argv) {
         opt.check = false;
       } else if (arg == "--reps") {
         opt.reps = static_cast<int>(parse_int(take(), "--reps", 1));
+      } else if (arg == "--algo-search") {
+        opt.algo_search = static_cast<int>(parse_int(take(), "--algo-search", 1));
+      } else if (arg == "--search-reps") {
+        opt.search_reps = static_cast<int>(parse_int(take(), "--search-reps", 1));
       } else if (arg == "--budget-ms") {
         opt.budget_ms = static_cast<double>(parse_int(take(), "--budget-ms", 1));
       } else if (arg.rfind("-", 0) == 0) {

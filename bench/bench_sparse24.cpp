@@ -1,17 +1,21 @@
 // bench/bench_sparse24.cpp — `qsgemm bench sparse24`: the 2:4-sparse FP8 linear against cuBLASLt FP8
-// (per-token x per-channel), cuSPARSELt FP8 2:4 and cuBLAS bf16, same shapes, same run.
+// (per-token x per-channel, and per-tensor: the fastest dense FP8 a user can run), cuSPARSELt FP8 2:4
+// and cuBLAS bf16, same shapes, same run.
 //
 // Per layer (weight N x K) the weight is random bf16, compressed once by qsgemm::sparse24_compress
 // (magnitude pruning, per-channel scales); activations are random e4m3 with random positive
 // per-token scales. qsgemm_us is sparse24_linear with bf16 output and no bias, the configuration the
 // heuristic picks, given a workspace (so it may pick a stream-K configuration or split K). The baselines get
 // dense random e4m3 / bf16 operands of the same shape (their times do not depend on the values;
-// cuSPARSELt prunes its own copy). The default and the fast-accumulation qsgemm and the three
-// baselines of a point are timed in two interleaved rounds, forward then reverse (PointTimer).
+// cuSPARSELt prunes its own copy). The default and the fast-accumulation qsgemm and the four
+// baselines of a point are timed by one method, cuBLASLt at the best of its heuristic's algorithms,
+// in two interleaved rounds, forward then reverse (PointTimer, harness.h).
 //
 // rel_err: the float64 CPU reference (qsgemm::ref::gemm_sparse24_fp8) on the same quantized
 // operands, over up to 8 sampled tokens x 256 sampled output channels of every point (the output is
-// poisoned with NaN first, so an unwritten element fails).
+// poisoned with NaN first, so an unwritten element fails). Each baseline's output is checked against
+// the float64 reference of its own operands (baselines_rel_err; cuSPARSELt: its own pruned weight,
+// no scales, as it computes).
 //
 // Also: compress_sparse24 (sparse24_compress of a 28672 x 8192 bf16 weight, host wall time — the call
 // synchronizes) and quant_fp8_per_token (quantize_fp8_per_token of M x K bf16) rows.
@@ -27,7 +31,11 @@
 #include <vector>
 
 #include "bench.h"
-#include "bench_common.h"
+#include "bench_util.h"
+#include "cublaslt_baselines.h"
+#include "cusparselt_baseline.h"
+#include "harness.h"
+#include "summary.h"
 #include "qsgemm/error.h"
 #include "qsgemm/formats.h"
 #include "qsgemm/quant.h"
@@ -102,7 +110,10 @@ double sparse_rel_err(const ref::Sparse24Host& wref, const std::vector<int64_t>&
     for (int64_t j = 0; j < C; ++j) out[static_cast<size_t>(t * C + j)] = bf16_decode(yrow[static_cast<size_t>(channels[j])]);
   }
   std::vector<double> expect(static_cast<size_t>(T * C));
-  ref::gemm_sparse24_fp8(x.data(), K, T, wref, sx.data(), false, nullptr, expect.data());
+  parallel_for(T, [&](int64_t t) {
+    ref::gemm_sparse24_fp8(&x[static_cast<size_t>(t * K)], K, 1, wref, &sx[static_cast<size_t>(t)], false, nullptr,
+                           &expect[static_cast<size_t>(t * C)]);
+  });
   return ref::rel_frobenius_error(expect.data(), out.data(), T, C, C);
 }
 
@@ -212,12 +223,16 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
     if (linear) point.add(row, "qsgemm", linear, [&](double us) { row.qsgemm_us = us; });
     if (linear_fast) point.add(fast, "qsgemm", linear_fast, [&](double us) { fast.qsgemm_us = us; });
     point.add_baseline(row, "cublaslt_fp8_rowwise", [&] { return make_cublaslt_fp8_rowwise(*env.lt, f8, s); });
+    point.add_baseline(row, "cublaslt_fp8_tensor", [&] { return make_cublaslt_fp8_tensor(*env.lt, f8, s); });
     point.add_baseline(row, "cusparselt_fp8", [&] { return make_cusparselt_fp8(f8, s); });
     point.add_baseline(row, "cublas_bf16", [&] { return make_cublas_bf16(*env.lt, b16, s); });
     // Decode sizes: the floor of a kernel that moves these bytes, measured the same way.
     if (M <= kDecodeMaxM) add_memcpy_baseline(point, env, row);
     point.run(env);
+    point.check_baselines(env);
     fast.baselines_us = row.baselines_us;
+    fast.baselines_rel_err = row.baselines_rel_err;
+    fast.baselines_algo = row.baselines_algo;
 
     // Relative error of each mode on sampled channels, from an output poisoned before the run.
     auto check = [&](BenchRow& r, const std::function<void(cudaStream_t)>& fn) {
@@ -321,6 +336,7 @@ void print_summary(const BenchEnv& env) {
   std::printf("\n== summary (speedup = baseline time / qsgemm time, same run) ==\n");
   for (const char* family : {"sparse24", "sparse24_fastaccum"}) {
   print_speedup_summary(rows, family, "cublaslt_fp8_rowwise");
+  print_speedup_summary(rows, family, "cublaslt_fp8_tensor");
 
   const auto big = speedups(rows, family, "cusparselt_fp8", 256, INT64_MAX);
   const auto small = speedups(rows, family, "cusparselt_fp8", 0, 128);
@@ -343,6 +359,8 @@ void print_summary(const BenchEnv& env) {
       [](const BenchRow& r) { return static_cast<double>(r.N * r.K / 2 + sparse24_meta_bytes(r.N, r.K) + 4 * r.N); },
       env.report.copy_bandwidth_GBps);
   }
+  print_algo_search_summary(rows);
+  print_baseline_errors(rows);
 }
 
 }  // namespace
@@ -359,20 +377,11 @@ int bench_sparse24(const BenchOptions& options) {
 
   return run_bench("sparse24", options, "sparse24.json", [&](BenchEnv& env) {
     std::printf("cuSPARSELt: %s\n", cusparselt_status().c_str());
-    const ResultTable table({"cublaslt_fp8_rowwise", "cusparselt_fp8", "cublas_bf16", "cuda_memcpy_same_bytes"},
-                            {"cublaslt_fp8_rowwise", "cusparselt_fp8"});
+    const ResultTable table(
+        {"cublaslt_fp8_rowwise", "cublaslt_fp8_tensor", "cusparselt_fp8", "cublas_bf16", "cuda_memcpy_same_bytes"},
+        {"cublaslt_fp8_rowwise", "cublaslt_fp8_tensor", "cusparselt_fp8"});
     table.print_header();
-    for (const Layer& layer : layers) {
-      try {
-        bench_layer(env, layer, ms, table);
-      } catch (const ContextLost&) {
-        throw;
-      } catch (const std::exception& e) {  // e.g. out of memory for this layer's buffers
-        std::printf("%s: skipped: %s\n", layer.name.c_str(), e.what());
-        const std::string lost = cuda_context_error();
-        if (!lost.empty()) throw ContextLost(lost);
-      }
-    }
+    for_each_layer(env, layers, [&](const Layer& layer) { bench_layer(env, layer, ms, table); });
     std::printf("\n");
     bench_compress(env, 28672, 8192);
     bench_quant_per_token(env, 4096, 4096);

@@ -2,9 +2,11 @@
 # Same-session A/B of two builds with the benchmark: `qsgemm bench FAMILY` with build A, then B, then
 # A and B again, and a table per point (family, layer, M) of each build's time (the better of its two
 # runs), B/A, and each build's speedup over the point's first baseline in its own runs. Runs on the GPU
-# machine; builds as in scripts/ab_tune.sh (folders with libqsgemm.so.0 and qsgemm).
+# machine; builds as in scripts/ab_tune.sh (folders with libqsgemm.so.0 and qsgemm). Committed A/B
+# tables (ab_*.txt) are in bench/results/h200/tuning/.
 #   usage: scripts/ab_bench.sh OUT_DIR BIN_A BIN_B FAMILY [qsgemm bench options]
-#   e.g.   scripts/ab_bench.sh out .carry2 .carry sparse24 --graph --no-check --ms 1,8,16,32,64
+#   e.g.   scripts/ab_bench.sh out .carry2 .carry sparse24 --graph --no-check --algo-search 1 --ms 1,8,16,32,64
+#   (--algo-search 1 skips the cuBLASLt algorithm search: the A/B compares qsgemm builds)
 set -uo pipefail
 out="${1:?usage: ab_bench.sh OUT_DIR BIN_A BIN_B FAMILY [bench options]}"
 a="${2:?BIN_A}"

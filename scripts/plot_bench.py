@@ -8,6 +8,7 @@ One line per layer (per family and layer when several families have the baseline
 baseline time / qsgemm time, both measured in the same run; M on a log2 axis; the geometric mean
 over the layers at each M in black; 1.0 (parity) dashed. Points where qsgemm or the baseline did
 not run are left out. The JSON shape is shared/BENCH_RESULTS.md. Needs matplotlib only.
+The README's speedup table comes from the same files through scripts/readme_table.py.
 """
 import argparse
 import json

@@ -2,6 +2,7 @@
 """Compares configurations in a `qsgemm tune --json` file (scripts/tune_sweep.sh output).
 
 usage: scripts/tune_compare.py FILE NEW BASE[,BASE...] [--scales S]
+   e.g. scripts/tune_compare.py bench/results/h200/tuning/tune_sparse24_interleaved.jsonl ...
 
 For every (scales, M, N, K) point timed with NEW and at least one BASE configuration (names as in
 the file, e.g. 128x256x128_c1x1_coop), prints time(best BASE) / time(NEW), so > 1 means NEW is

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sweeps `qsgemm tune` over the benchmark layers and token counts; one JSON line per configuration
 # goes to OUT_DIR/tune_<family>.jsonl (the data behind the heuristics). Runs on the GPU machine.
+# The committed sweeps are in bench/results/h200/tuning/ (copy a new one there to keep it).
 #   usage: scripts/tune_sweep.sh OUT_DIR [BIN_DIR=.carry]
 #   env:   SPARSE_MS / BLOCKWISE_MS / SKINNY_MS  token counts (comma lists); empty skips that sweep
 #          (SKINNY_MS: the table and the skinny decode kernel with each cluster size, side by side in
