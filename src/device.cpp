@@ -2,48 +2,89 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <mutex>
-#include <vector>
 
 namespace qsgemm {
+namespace {
+
+// Device properties do not change while the process runs. The device count is read once, each
+// device's properties once; after that device_info is an atomic load and a copy, with no lock and
+// no CUDA call except cudaGetDevice for device = -1. Every GEMM launch asks for its device's SM
+// count, so this is on the hot path.
+constexpr int kMaxDevices = 64;
+
+struct Count {
+  int count = 0;
+  std::string error;  // why count == 0
+};
+const Count& device_count() {
+  static const Count c = [] {
+    Count r;
+    const cudaError_t e = cudaGetDeviceCount(&r.count);
+    if (e != cudaSuccess || r.count <= 0) {
+      r.count = 0;
+      r.error = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device";
+      cudaGetLastError();  // clear the error so that later calls are not confused
+    }
+    return r;
+  }();  // thread-safe initialization; later calls read it without a lock
+  return c;
+}
+
+struct Entry {
+  std::atomic<bool> ready{false};
+  DeviceInfo info;  // written once under `mu`, before ready is set (release)
+};
+Entry g_entries[kMaxDevices];
+std::mutex g_fill_mu;  // only taken while a device's entry is filled for the first time
+
+DeviceInfo read_properties(int device) {
+  DeviceInfo info;
+  cudaDeviceProp p{};
+  const cudaError_t e = cudaGetDeviceProperties(&p, device);
+  if (e != cudaSuccess) {
+    info.error = cudaGetErrorString(e);
+    cudaGetLastError();
+    return info;
+  }
+  info.present = true;
+  info.device = device;
+  info.name = p.name;
+  info.cc_major = p.major;
+  info.cc_minor = p.minor;
+  info.sm_count = p.multiProcessorCount;
+  info.global_memory = p.totalGlobalMem;
+  info.l2_bytes = static_cast<size_t>(p.l2CacheSize);
+  return info;
+}
+
+}  // namespace
 
 DeviceInfo device_info(int device) {
-  DeviceInfo info;
-  int count = 0;
-  cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    info.error = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device";
-    cudaGetLastError();  // clear the sticky-free error so later calls are not confused
+  const Count& c = device_count();
+  if (c.count == 0) {
+    DeviceInfo info;
+    info.error = c.error;
     return info;
   }
   if (device < 0 && cudaGetDevice(&device) != cudaSuccess) device = 0;
-  // Device properties do not change while the process runs: cache them (thread-safe).
-  static std::mutex mu;
-  static std::vector<DeviceInfo> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  if (cache.empty()) cache.resize(static_cast<size_t>(count));
-  if (device >= count) {
+  if (device >= c.count) {
+    DeviceInfo info;
     info.error = "device index out of range";
     return info;
   }
-  DeviceInfo& c = cache[static_cast<size_t>(device)];
-  if (!c.present) {
-    cudaDeviceProp p{};
-    e = cudaGetDeviceProperties(&p, device);
-    if (e != cudaSuccess) {
-      info.error = cudaGetErrorString(e);
-      return info;
-    }
-    c.present = true;
-    c.device = device;
-    c.name = p.name;
-    c.cc_major = p.major;
-    c.cc_minor = p.minor;
-    c.sm_count = p.multiProcessorCount;
-    c.global_memory = p.totalGlobalMem;
-    c.l2_bytes = static_cast<size_t>(p.l2CacheSize);
+  if (device >= kMaxDevices) return read_properties(device);  // not cached (no such machine today)
+  Entry& en = g_entries[device];
+  if (en.ready.load(std::memory_order_acquire)) return en.info;  // the hot path
+  std::lock_guard<std::mutex> lock(g_fill_mu);
+  if (!en.ready.load(std::memory_order_relaxed)) {
+    DeviceInfo info = read_properties(device);
+    if (!info.present) return info;  // not cached: a later call tries again
+    en.info = std::move(info);
+    en.ready.store(true, std::memory_order_release);
   }
-  return c;
+  return en.info;
 }
 
 std::string build_info() {

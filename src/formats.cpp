@@ -1,6 +1,7 @@
 // Host codecs of docs/formats.md. See include/qsgemm/formats.h for the contracts.
 #include "qsgemm/formats.h"
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -92,7 +93,9 @@ float fp16_decode(uint16_t v) {
 
 float fp8_scale_from_amax(float amax, bool pow2) {
   if (!(amax > 0.0f)) return 1.0f;  // all-zero group (and NaN amax, which cannot be scaled)
-  const float s = amax / kE4M3Max;
+  // Tiny groups: clamp to the smallest normal float, whose reciprocal (2^126) is finite. FLT_MIN is
+  // a power of two, so the pow2 rounding below leaves it unchanged.
+  const float s = std::fmax(amax / kE4M3Max, FLT_MIN);
   if (!pow2) return s;
   // Smallest power of two >= s, exactly: bump the exponent unless the fraction is zero.
   const uint32_t b = float_bits(s);
@@ -120,7 +123,7 @@ int sparse24_nonzeros(const float g[4]) {
   return n;
 }
 
-float int4_scale_from_amax(float amax) { return amax > 0.0f ? amax / 7.0f : 1.0f; }
+float int4_scale_from_amax(float amax) { return amax > 0.0f ? std::fmax(amax / 7.0f, FLT_MIN) : 1.0f; }
 int int4_quantize(float x, float s) {
   const float r = std::nearbyint(x / s);  // default rounding mode: to nearest even
   return r > 7.0f ? 7 : (r < -8.0f ? -8 : static_cast<int>(r));

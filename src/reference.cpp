@@ -34,7 +34,13 @@ void quantize_fp8_per_row(const float* x, int64_t rows, int64_t cols, int64_t ld
 
 void quantize_fp8_static(const float* x, int64_t rows, int64_t cols, int64_t ldx, uint8_t* q, int64_t ldq,
                          float scale) {
-  quantize_box(x, 0, rows, 0, cols, ldx, q, ldq, scale);
+  if (fp8_scale_is_valid(scale)) {
+    quantize_box(x, 0, rows, 0, cols, ldx, q, ldq, scale);
+    return;
+  }
+  // Not a usable scale: zeros, as the GPU quantizer writes (include/qsgemm/quant.h).
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) q[r * ldq + c] = 0;
 }
 
 float quantize_fp8_per_tensor(const float* x, int64_t rows, int64_t cols, int64_t ldx, uint8_t* q, int64_t ldq) {

@@ -226,8 +226,11 @@ void sparse24_compress(const MatrixView& w, const SparseFp8Weight& out, const Sp
 
   auto* status = static_cast<kernels::Sparse24CompressStatus*>(workspace);
   // first_* = ~0 ("none yet"), amax = 0.
-  detail::check_cuda(cudaMemsetAsync(status, 0xFF, 16, stream), fn, "cudaMemsetAsync(workspace)");
-  detail::check_cuda(cudaMemsetAsync(reinterpret_cast<char*>(status) + 16, 0, 8, stream), fn, "cudaMemsetAsync(workspace)");
+  constexpr size_t kFirst = kernels::Sparse24CompressStatus::kFirstFieldsBytes;
+  detail::check_cuda(cudaMemsetAsync(status, 0xFF, kFirst, stream), fn, "cudaMemsetAsync(workspace)");
+  detail::check_cuda(cudaMemsetAsync(reinterpret_cast<char*>(status) + kFirst, 0,
+                                     sizeof(kernels::Sparse24CompressStatus) - kFirst, stream),
+                     fn, "cudaMemsetAsync(workspace)");
   // Padding nibbles of the metadata (rows past N, columns past K) hold a valid index pair.
   detail::check_cuda(cudaMemsetAsync(out.meta, kSparse24PadNibble * 0x11, sparse24_meta_bytes(out.N, out.K), stream), fn,
                      "cudaMemsetAsync(meta)");
@@ -247,6 +250,15 @@ void sparse24_compress(const MatrixView& w, const SparseFp8Weight& out, const Sp
                  detail::cat("not 2:4 sparse: row ", host.first_not_24 / (w.cols / 4), ", group ",
                              host.first_not_24 % (w.cols / 4), " (columns ", 4 * (host.first_not_24 % (w.cols / 4)),
                              "..", 4 * (host.first_not_24 % (w.cols / 4)) + 3, ") has more than two non-zeros"));
+  if (host.first_bad_scale != ~0ull) {
+    // Error path only: fetch the offending value for the message.
+    float bad = 0.0f;
+    detail::check_cuda(cudaMemcpy(&bad, out.scales + host.first_bad_scale, sizeof(float), cudaMemcpyDeviceToHost), fn,
+                       "cudaMemcpy(out.scales)");
+    detail::fail(fn, Status::kInvalidValue, "out.scales",
+                 detail::cat("given scale of channel ", host.first_bad_scale, " (out.scales[", host.first_bad_scale,
+                             "] = ", bad, ") must be a positive, normal, finite float; its values were written as zeros"));
+  }
 }
 
 void sparse24_decompress(const SparseFp8Weight& w, const MatrixView& out, cudaStream_t stream) {

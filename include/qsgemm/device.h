@@ -17,7 +17,9 @@ struct DeviceInfo {
   bool supports_kernels() const { return present && cc_major == 9 && cc_minor == 0; }
 };
 
-// Properties of `device` (-1: the current device). Cached per device after the first call; never throws.
+// Properties of `device` (-1: the current device). Never throws; thread-safe. The device count is
+// read once per process and each device's properties once (under a lock, the first time); every
+// later call is lock-free: an atomic load and a copy (plus cudaGetDevice for device = -1).
 DeviceInfo device_info(int device = -1);
 
 // Build facts: CUDA version compiled against, CUTLASS version, target architectures.

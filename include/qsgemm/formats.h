@@ -3,6 +3,7 @@
 // All functions are pure host code (no GPU needed) and are what the CPU reference and the tests use.
 #pragma once
 
+#include <cfloat>
 #include <cstdint>
 
 namespace qsgemm {
@@ -27,7 +28,15 @@ float fp16_decode(uint16_t v);
 // Dynamic FP8 scale of a group whose largest magnitude is `amax`: amax / 448, or 1 when amax == 0
 // (an all-zero group quantizes to zeros). With pow2, the scale is rounded up to a power of two
 // (2^ceil(log2(amax/448))), as DeepSeek-V3 and vLLM's "ue8m0" scales do; values then still fit.
+// The scale is never below FLT_MIN (the smallest normal float, 2^-126): a group with a tiny but
+// non-zero amax (< 448 * FLT_MIN, about 5.3e-36) gets s = FLT_MIN, so that 1/s = 2^126 is finite
+// (a subnormal s has an infinite reciprocal, and 0 * Inf is NaN). Its elements then map to
+// |x| * 2^126 <= 448 (docs/formats.md §2, "Tiny groups"). The GPU quantizers do the same.
 float fp8_scale_from_amax(float amax, bool pow2 = false);
+// What every scale qsgemm divides by must be: positive, normal and finite (FLT_MIN <= s <= FLT_MAX).
+// 0, negative, subnormal, NaN and Inf are not (their reciprocal is Inf, NaN or negative). Scales a
+// caller gives (quantize_fp8_static, Sparse24Scale::kGiven) are checked with this.
+inline bool fp8_scale_is_valid(float s) { return s >= FLT_MIN && s <= FLT_MAX; }
 // The quantizers multiply by the reciprocal of the scale, computed once per group in IEEE float
 // (correctly rounded, so the GPU's __frcp_rn gives the same bits), as vLLM and DeepGEMM do:
 //   q = fp8_e4m3_encode(x * (1 / s))            (docs/formats.md §2)
@@ -77,7 +86,8 @@ inline int int4_unpack(uint8_t b, int which) {
   int v = (which ? (b >> 4) : b) & 0xF;
   return v >= 8 ? v - 16 : v;
 }
-// Symmetric INT4 scale of a group: amax / 7 (1 when amax == 0); q = clamp(rint(x / s), -8, 7).
+// Symmetric INT4 scale of a group: amax / 7 (1 when amax == 0, at least FLT_MIN like the FP8 scale);
+// q = clamp(rint(x / s), -8, 7).
 float int4_scale_from_amax(float amax);
 int int4_quantize(float x, float s);
 

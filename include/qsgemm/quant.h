@@ -3,9 +3,14 @@
 // Every function is stream-ordered (enqueues on `stream`, never synchronizes, never allocates) and
 // validates its operands first, throwing qsgemm::Error naming the bad operand and value. Outputs are
 // bit-identical to the CPU reference in qsgemm/reference.h (checked by tests/gpu/test_quant_gpu.cpp).
+// Outputs (q, scales) may not overlap the input or each other (kInvalidArgument naming both).
+// Dynamic scales come from fp8_scale_from_amax (qsgemm/formats.h): never below FLT_MIN, so that a
+// group with a tiny non-zero amax still quantizes to finite codes.
 #pragma once
 
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 #include "qsgemm/tensor.h"
 
@@ -35,17 +40,31 @@ struct ScaleView {
 //           K % 8 == 0 (each thread moves 8 elements).
 //   q:      e4m3 [M, K] written, row-major, ld >= K, 8-byte aligned base, ld a multiple of 8.
 //           (The GEMMs want 16-byte e4m3 rows: use ld % 16 == 0 when q feeds them.)
-//   scales: float [M] written: scale[m] = amax(x[m,:]) / 448 (1 for an all-zero row), or the power
-//           of two at or above it with pow2_scales.
+//   scales: float [M] written, 4-byte aligned: scale[m] = max(amax(x[m,:]) / 448, FLT_MIN) (1 for
+//           an all-zero row), or the power of two at or above it with pow2_scales.
 // M = 0 is a no-op. Non-finite inputs propagate (NaN -> e4m3 NaN code 0x7F); they are not checked.
 void quantize_fp8_per_token(const MatrixView& x, const MatrixView& q, float* scales, bool pow2_scales,
                             cudaStream_t stream);
 
-// Static FP8 quantization with a given scale: q = e4m3(x / scale). scale: one float in device memory.
-void quantize_fp8_static(const MatrixView& x, const MatrixView& q, const float* scale, cudaStream_t stream);
+// Static FP8 quantization with a given scale: q = e4m3(x * (1 / scale)) (docs/formats.md §2).
+//   x, q: as for quantize_fp8_per_token (q may not overlap x).
+// A usable scale is positive, normal and finite (fp8_scale_is_valid in qsgemm/formats.h:
+// FLT_MIN <= scale <= FLT_MAX); 0, negative, subnormal, NaN and Inf are not (1/scale would be Inf,
+// NaN or negative and the codes NaN or negated). Never a silent NaN:
+//  * Host scale (this overload): checked on the host before anything is enqueued; a bad scale
+//    throws Status::kInvalidValue naming "scale" and its value.
+//  * Device scale (one float in device memory, 4-byte aligned): the kernel reads it, and when it is
+//    not usable it writes q = all zeros (0x00 codes) and, if error_flag is not null, sets
+//    *error_flag = 1. The kernel never clears the flag: zero it once (cudaMemsetAsync), run any
+//    number of static quantizations with it, then read it back when convenient; non-zero means at
+//    least one of them had a bad scale. error_flag: int32 in device memory, 4-byte aligned.
+// M = 0 is a no-op (the host scale is still checked).
+void quantize_fp8_static(const MatrixView& x, const MatrixView& q, float scale, cudaStream_t stream);
+void quantize_fp8_static(const MatrixView& x, const MatrixView& q, const float* scale, cudaStream_t stream,
+                         int32_t* error_flag = nullptr);
 
 // Dynamic per-token-group (1x128) FP8 quantization of activations, DeepSeek-V3 style.
-//   scales: float written, M-major: scale of row m, group g at scales[g * ld_scales + m];
+//   scales: float written, 4-byte aligned, M-major: scale of row m, group g at scales[g * ld_scales + m];
 //           ld_scales >= M. The last group may be partial (K % 128 != 0): its amax covers the
 //           columns that exist.
 void quantize_fp8_per_token_group(const MatrixView& x, const MatrixView& q, float* scales,
@@ -53,7 +72,8 @@ void quantize_fp8_per_token_group(const MatrixView& x, const MatrixView& q, floa
 
 // FP8 quantization of a weight W [N, K] (bf16/fp16/fp32) with 128x128 block scales
 // (granularity kBlock128x128, scales row-major [ceil(N/128)][ceil(K/128)]) or per-channel
-// groups of 128 (kGroup1x128, scales row-major [N][ceil(K/128)]).
+// groups of 128 (kGroup1x128, scales row-major [N][ceil(K/128)]). w: 16-byte aligned base and rows,
+// K % 8 == 0; q: e4m3 [N, K], 8-byte aligned base and rows; scales: 4-byte aligned.
 void quantize_fp8_weight(const MatrixView& w, const MatrixView& q, float* scales, ScaleGranularity g,
                          cudaStream_t stream);
 

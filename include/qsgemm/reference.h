@@ -17,7 +17,7 @@ namespace qsgemm::ref {
 // Per-row dynamic: scale[r] = fp8_scale_from_amax(amax(row r)), q = fp8_quantize(x, scale[r]).
 void quantize_fp8_per_row(const float* x, int64_t rows, int64_t cols, int64_t ldx, uint8_t* q, int64_t ldq,
                           float* scales, bool pow2 = false);
-// Static: q = fp8_quantize(x, scale).
+// Static: q = fp8_quantize(x, scale); all zeros when !fp8_scale_is_valid(scale), as on the GPU.
 void quantize_fp8_static(const float* x, int64_t rows, int64_t cols, int64_t ldx, uint8_t* q, int64_t ldq,
                          float scale);
 // Per-tensor dynamic: one scale from the amax of the whole matrix.

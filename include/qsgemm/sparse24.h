@@ -57,7 +57,8 @@ enum class Sparse24Prune : uint8_t {
 enum class Sparse24Scale : uint8_t {
   kPerChannel,  // scale[n] = amax(kept values of row n) / 448
   kPerTensor,   // one scale = amax(kept values) / 448
-  kGiven,       // the caller fills out.scales ([N] or [1]) before the call; values are x / scale
+  kGiven,       // the caller fills out.scales ([N] or [1]) before the call; values are x / scale. Each must be
+                // positive, normal and finite (fp8_scale_is_valid), else kInvalidValue naming the first bad channel
 };
 
 struct Sparse24CompressOptions {

@@ -5,6 +5,7 @@
 #include <cuda_fp8.h>
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -122,6 +123,36 @@ TEST(Fp8Scale, DynamicAndPowerOfTwo) {
   // The largest value of a group never saturates: amax / scale <= 448.
   for (float a : {1e-3f, 0.7f, 3.3f, 1000.0f, 12345.6f})
     for (bool p2 : {false, true}) EXPECT_LE(std::fabs(a / qsgemm::fp8_scale_from_amax(a, p2)), 448.0f);
+}
+
+// A tiny non-zero amax (< 448 * FLT_MIN) would give a subnormal (or zero) scale whose reciprocal is
+// Inf: the scale is clamped to FLT_MIN, whose reciprocal 2^126 is finite (docs/formats.md §2).
+TEST(Fp8Scale, TinyAmaxClampsToSmallestNormal) {
+  const float tiny_amaxes[] = {1e-38f, 5e-36f, FLT_MIN, 1e-40f, std::numeric_limits<float>::denorm_min()};
+  for (float a : tiny_amaxes)
+    for (bool p2 : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "amax=" << a << " pow2=" << p2);
+      const float s = qsgemm::fp8_scale_from_amax(a, p2);
+      EXPECT_EQ(s, FLT_MIN);
+      EXPECT_TRUE(std::isfinite(qsgemm::fp8_inv_scale(s)));
+      EXPECT_EQ(qsgemm::fp8_inv_scale(s), std::ldexp(1.0f, 126));
+      EXPECT_LE(a * qsgemm::fp8_inv_scale(s), 448.0f);
+      EXPECT_EQ(qsgemm::fp8_quantize(0.0f, s), 0x00);  // not 0 * Inf = NaN
+    }
+  // Just above the clamp the plain rule applies: the scale is normal and exact.
+  const float a = 448.0f * FLT_MIN * 2.0f;
+  EXPECT_EQ(qsgemm::fp8_scale_from_amax(a), 2.0f * FLT_MIN);
+  // INT4 scales get the same floor.
+  EXPECT_EQ(qsgemm::int4_scale_from_amax(std::numeric_limits<float>::denorm_min()), FLT_MIN);
+  EXPECT_EQ(qsgemm::int4_quantize(0.0f, qsgemm::int4_scale_from_amax(1e-44f)), 0);
+}
+
+TEST(Fp8Scale, ValidScalesArePositiveNormalFinite) {
+  using L = std::numeric_limits<float>;
+  for (float s : {FLT_MIN, 1e-20f, 1.0f, 448.0f, FLT_MAX}) EXPECT_TRUE(qsgemm::fp8_scale_is_valid(s)) << s;
+  for (float s : {0.0f, -0.0f, -1.0f, -FLT_MIN, L::denorm_min(), FLT_MIN / 2, L::quiet_NaN(), L::infinity(),
+                  -L::infinity()})
+    EXPECT_FALSE(qsgemm::fp8_scale_is_valid(s)) << s;
 }
 
 }  // namespace

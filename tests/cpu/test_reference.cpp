@@ -1,6 +1,7 @@
 // The CPU reference on small hand-computed cases: the oracle must itself be right.
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -30,6 +31,53 @@ TEST(Reference, QuantizePerRowScalesAndCodes) {
   EXPECT_EQ(q[1], fp8_e4m3_encode(-2.0f));
   EXPECT_EQ(q[9], 0xFE);  // -896 / 2 = -448
   EXPECT_EQ(q[8], fp8_e4m3_encode(0.25f));
+}
+
+// A row whose amax is tiny but non-zero (1e-38, below 448 * FLT_MIN) quantizes to finite codes
+// that dequantize close to the input: the scale is clamped to FLT_MIN, not a subnormal whose
+// reciprocal overflows (which made 0 * Inf = NaN codes for the zeros of the row).
+TEST(Reference, TinyAmaxRowQuantizesToFiniteCodes) {
+  const std::vector<float> x = {1e-38f, -5e-39f, 0.0f, 2.5e-39f, 7e-39f, -1e-38f, 3e-40f, 0.0f};
+  for (bool pow2 : {false, true}) {
+    std::vector<uint8_t> q(8);
+    float s = 0.0f;
+    ref::quantize_fp8_per_row(x.data(), 1, 8, 8, q.data(), 8, &s, pow2);
+    EXPECT_EQ(s, FLT_MIN);
+    std::vector<float> s_groups(1);
+    std::vector<uint8_t> q_groups(8);
+    ref::quantize_fp8_1x128(x.data(), 1, 8, 8, q_groups.data(), 8, s_groups.data(), 1, pow2);
+    EXPECT_EQ(s_groups[0], FLT_MIN);
+    EXPECT_EQ(q_groups, q);
+    for (int i = 0; i < 8; ++i) {
+      const float d = fp8_e4m3_decode(q[i]);
+      ASSERT_TRUE(std::isfinite(d)) << i;
+      // e4m3 keeps 3 fraction bits (relative error <= 1/16) down to 2^-6 * s, then steps of 2^-9 * s.
+      EXPECT_NEAR(d * s, x[i], std::fabs(x[i]) / 16 + std::ldexp(s, -10)) << i;
+    }
+    EXPECT_EQ(q[2], 0x00);
+    EXPECT_EQ(q[7], 0x00);
+  }
+  // Blocks, row groups and the compressor take the same scale.
+  std::vector<uint8_t> q(8);
+  float s = 0.0f;
+  ref::quantize_fp8_128x128(x.data(), 1, 8, 8, q.data(), 8, &s);
+  EXPECT_EQ(s, FLT_MIN);
+  ref::quantize_fp8_row_groups(x.data(), 1, 8, 8, q.data(), 8, &s);
+  EXPECT_EQ(s, FLT_MIN);
+  for (uint8_t c : q) EXPECT_TRUE(std::isfinite(fp8_e4m3_decode(c)));
+}
+
+// The static quantizer with an unusable scale writes zeros (as the GPU kernel does), never NaN.
+TEST(Reference, StaticWithUnusableScaleWritesZeros) {
+  const std::vector<float> x = {1, -2, 0, 448};
+  for (float bad : {0.0f, -1.0f, 1e-40f, NAN, INFINITY}) {
+    std::vector<uint8_t> q(4, 0x55);
+    ref::quantize_fp8_static(x.data(), 1, 4, 4, q.data(), 4, bad);
+    EXPECT_EQ(q, std::vector<uint8_t>(4, 0)) << bad;
+  }
+  std::vector<uint8_t> q(4);
+  ref::quantize_fp8_static(x.data(), 1, 4, 4, q.data(), 4, 2.0f);
+  EXPECT_EQ(q[3], fp8_e4m3_encode(224.0f));
 }
 
 TEST(Reference, Quantize1x128IsMMajorWithPartialGroup) {

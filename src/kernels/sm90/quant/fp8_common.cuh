@@ -6,19 +6,24 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <cfloat>
 #include <cstdint>
 
 namespace qsgemm::kernels {
 
-// Same as fp8_scale_from_amax (formats.cpp): IEEE division, 1 for amax == 0, optional pow2 round-up.
+// Same as fp8_scale_from_amax (formats.cpp): IEEE division, 1 for amax == 0, at least FLT_MIN (so
+// that 1/s is finite for a tiny amax), optional pow2 round-up.
 __device__ __forceinline__ float fp8_scale_from_amax(float amax, bool pow2) {
   if (!(amax > 0.0f)) return 1.0f;
-  const float s = __fdiv_rn(amax, 448.0f);
+  const float s = fmaxf(__fdiv_rn(amax, 448.0f), FLT_MIN);
   if (!pow2) return s;
   const uint32_t b = __float_as_uint(s);
   if ((b & 0x7FFFFFu) == 0) return s;
   return __uint_as_float(((b >> 23) + 1) << 23);
 }
+
+// Same as fp8_scale_is_valid (formats.h): positive, normal and finite. False for NaN.
+__device__ __forceinline__ bool fp8_scale_is_valid(float s) { return s >= FLT_MIN && s <= FLT_MAX; }
 
 // 1 / s, correctly rounded (== fp8_inv_scale on the host): computed once per group.
 __device__ __forceinline__ float fp8_inv_scale(float s) { return __frcp_rn(s); }

@@ -17,9 +17,12 @@ void launch_quantize_fp8_groups(const void* x, DType xt, int64_t ldx, uint8_t* q
                                 int64_t cols, int64_t group, float* scales, int64_t s_row, int64_t s_grp, bool pow2,
                                 cudaStream_t stream);
 
-// Static: q = e4m3(x / *scale).
+// Static: q = e4m3(x * (1 / s)) with s = *scale, or s = scale_value when scale is null. When s is not
+// a valid scale (fp8_scale_is_valid), q is all zeros and, if error_flag is not null, *error_flag = 1
+// (never cleared by the kernel).
 void launch_quantize_fp8_static(const void* x, DType xt, int64_t ldx, uint8_t* q, int64_t ldq, int64_t rows,
-                                int64_t cols, const float* scale, cudaStream_t stream);
+                                int64_t cols, const float* scale, float scale_value, int32_t* error_flag,
+                                cudaStream_t stream);
 
 // 128x128 blocks: scales row-major [ceil(rows/128)][ceil(cols/128)].
 void launch_quantize_fp8_blocks(const void* x, DType xt, int64_t ldx, uint8_t* q, int64_t ldq, int64_t rows,

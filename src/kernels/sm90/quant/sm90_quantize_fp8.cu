@@ -353,7 +353,8 @@ template <class T>
 __global__ void __launch_bounds__(kThreads, kBlocks85<T>) quantize_static(const T* __restrict__ x, int64_t ldx,
                                                                            uint8_t* __restrict__ q, int64_t ldq,
                                                                            int64_t rows, int64_t cols,
-                                                                           const float* __restrict__ scale) {
+                                                                           const float* __restrict__ scale,
+                                                                           float scale_value, int32_t* error_flag) {
   set_zero_word();
   constexpr int kU = 4;
   struct Pos {
@@ -371,8 +372,9 @@ __global__ void __launch_bounds__(kThreads, kBlocks85<T>) quantize_static(const 
     return p;
   };
   const Pos first{i / chunks, i % chunks};
-  // Read before the first loads, used after them: its latency hides behind theirs.
-  const float s = __ldg(scale);
+  // Read before the first loads, used after them: its latency hides behind theirs. A null pointer
+  // means the host gave the scale by value (already validated there).
+  const float s = scale != nullptr ? __ldg(scale) : scale_value;
   pipelined<Chunk8<T>[kU]>(
       first,
       [&](Pos p) {
@@ -388,11 +390,20 @@ __global__ void __launch_bounds__(kThreads, kBlocks85<T>) quantize_static(const 
           load_stream(c[u], x + p.r * ldx + static_cast<int64_t>(p.c) * 8, p.r < rows);
       },
       [&](const Chunk8<T>(&c)[kU], Pos p) {
+        // A scale that is not positive, normal and finite (its reciprocal is Inf, NaN or negative)
+        // gives zeros, never NaN codes; the error flag below tells the caller (include/qsgemm/quant.h).
+        const bool ok = fp8_scale_is_valid(s);
         const float inv = fp8_inv_scale(s);
 #pragma unroll
-        for (int u = 0; u < kU; ++u, p = advance(p))
-          if (p.r < rows) quantize_chunk(c[u], q + p.r * ldq + static_cast<int64_t>(p.c) * 8, inv);
+        for (int u = 0; u < kU; ++u, p = advance(p)) {
+          if (p.r < rows) {
+            uint8_t* dst = q + p.r * ldq + static_cast<int64_t>(p.c) * 8;
+            if (ok) quantize_chunk(c[u], dst, inv);
+            else *reinterpret_cast<uint2*>(dst) = make_uint2(0u, 0u);
+          }
+        }
       });
+  if (error_flag != nullptr && blockIdx.x == 0 && threadIdx.x == 0 && !fp8_scale_is_valid(s)) *error_flag = 1;
 }
 
 // One block per 128x128 tile: 16 column chunks x 16 row slices per pass, 8 passes. The chunks stay
@@ -493,7 +504,7 @@ struct LaunchGroups {
 template <class T>
 struct LaunchStatic {
   static void run(const void* x, int64_t ldx, uint8_t* q, int64_t ldq, int64_t rows, int64_t cols, const float* s,
-                  cudaStream_t st) {
+                  float s_value, int32_t* error_flag, cudaStream_t st) {
     // quantize_static keeps chunk columns in 32 bits: rows past 2^33 columns go in slabs.
     constexpr int64_t kMaxCols = int64_t{1} << 33;
     const int64_t per_block = int64_t{kThreads} * 4;  // its kU chunks per thread
@@ -503,7 +514,8 @@ struct LaunchStatic {
       const int64_t blocks =
           balanced_workers((rows * (w / 8) + per_block - 1) / per_block, int64_t{sms} * kBlocks85<T>);
       quantize_static<T><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(static_cast<const T*>(x) + c0, ldx, q + c0,
-                                                                             ldq, rows, w, s);
+                                                                             ldq, rows, w, s, s_value,
+                                                                             error_flag);
     }
   }
 };
@@ -527,9 +539,10 @@ void launch_quantize_fp8_groups(const void* x, DType xt, int64_t ldx, uint8_t* q
 }
 
 void launch_quantize_fp8_static(const void* x, DType xt, int64_t ldx, uint8_t* q, int64_t ldq, int64_t rows,
-                                int64_t cols, const float* scale, cudaStream_t stream) {
+                                int64_t cols, const float* scale, float scale_value, int32_t* error_flag,
+                                cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
-  dispatch<LaunchStatic>(xt, x, ldx, q, ldq, rows, cols, scale, stream);
+  dispatch<LaunchStatic>(xt, x, ldx, q, ldq, rows, cols, scale, scale_value, error_flag, stream);
   detail::check_launch("quantize_fp8_static", "quantize kernel launch");
 }
 

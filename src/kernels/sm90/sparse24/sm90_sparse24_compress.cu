@@ -35,6 +35,7 @@
 
 #include "kernels/sm90/quant/fp8_common.cuh"
 #include "kernels/sm90/sparse24/sparse24_launch.h"
+#include "per_device_once.h"
 #include "qsgemm/formats.h"
 #include "validate.h"
 
@@ -323,7 +324,12 @@ __global__ void __launch_bounds__(1024) sparse24_compress_pipelined(
     } else {
       s = given_scalar ? s_fixed : scales[n];
     }
-    const float inv = fp8_inv_scale(s);
+    // A given scale that is unusable (0, negative, subnormal, NaN, Inf): recorded (one thread per
+    // row; channel 0 for a per-tensor scale), and the row's values become zeros instead of NaN.
+    const bool scale_ok = scale_mode != 2 || fp8_scale_is_valid(s);
+    if (!scale_ok && tid == 0 && (!given_scalar || n == 0))
+      atomicMin(&status->first_bad_scale, static_cast<unsigned long long>(given_scalar ? 0 : n));
+    const float inv = scale_ok ? fp8_inv_scale(s) : 0.0f;
 
     // ---- quantize; write the values ----
     uint32_t* vals_row = reinterpret_cast<uint32_t*>(values + static_cast<int64_t>(n) * (K / 2)) + tid;
@@ -475,6 +481,18 @@ __device__ __forceinline__ float row_scale(int scale_mode, bool given_scalar, fl
   return scales[given_scalar ? 0 : n];
 }
 
+// 1 / s for the quantization of row n; a given scale that is unusable is recorded (as in the fast
+// path) and gives 0, so that the row's values are written as zeros, not NaN.
+__device__ __forceinline__ float row_inv_scale(int scale_mode, bool given_scalar, float s, int64_t n,
+                                               Sparse24CompressStatus* status) {
+  if (scale_mode == 2 && !fp8_scale_is_valid(s)) {
+    if (threadIdx.x == 0 && (!given_scalar || n == 0))
+      atomicMin(&status->first_bad_scale, static_cast<unsigned long long>(given_scalar ? 0 : n));
+    return 0.0f;
+  }
+  return fp8_inv_scale(s);
+}
+
 // Per-tensor mode, pass 1: the amax of the kept values of the whole weight.
 template <class T>
 __global__ void __launch_bounds__(kThreads) sparse24_amax(const T* __restrict__ w, int64_t ldw, int64_t K,
@@ -511,7 +529,7 @@ __global__ void __launch_bounds__(kThreads) sparse24_compress(const T* __restric
     }
   }
   const float s = row_scale<kThreads>(scale_mode, given_scalar, amax, n, scales, status);
-  const float inv = fp8_inv_scale(s);
+  const float inv = row_inv_scale(scale_mode, given_scalar, s, n, status);
   const int64_t rows_padded = (N + kSparse24MetaRowAlign - 1) / kSparse24MetaRowAlign * kSparse24MetaRowAlign;
   for (int64_t k = threadIdx.x * 8; k < K; k += kThreads * 8) {
     float v[8];
@@ -624,35 +642,84 @@ PipeKernel<T> pipe_kernel(int chunks) {
   return nullptr;
 }
 
+// What the fast path needs to know about a device, read once per device.
+struct CompressLimits {
+  int sms = 0, smem_sm = 0, smem_block = 0, reserved = 0;
+};
+
+cudaError_t query_limits(int dev, CompressLimits* l) {
+  cudaError_t e = cudaDeviceGetAttribute(&l->sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&l->smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&l->smem_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&l->reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev);
+  return e;
+}
+
+// Raises every fast-path kernel of element type T to the largest dynamic shared memory the device
+// allows (the opt-in limit less the kernel's static shared memory) and prefers the largest carveout.
+// The attributes are per kernel and per device, not per call: set once to the maximum, they serve
+// every shape (plan_pipeline never asks for more), so concurrent calls with different shapes cannot
+// undo each other's limit between set and launch, as a per-call set to plan.smem could.
+template <class T, bool kRequire, bool kFull>
+cudaError_t set_attributes_for(int smem_block) {
+  for (int chunks : {1, 2, 4, 8}) {
+    const PipeKernel<T> kern = pipe_kernel<T, kRequire, kFull>(chunks);
+    if (kern == nullptr) continue;
+    cudaFuncAttributes fa{};
+    cudaError_t e = cudaFuncGetAttributes(&fa, kern);
+    if (e != cudaSuccess) return e;
+    const int max_dynamic = smem_block - static_cast<int>(fa.sharedSizeBytes);
+    e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, max_dynamic);
+    if (e != cudaSuccess) return e;
+    e = cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+template <class T>
+cudaError_t set_attributes(int smem_block) {
+  cudaError_t e = set_attributes_for<T, true, true>(smem_block);
+  if (e == cudaSuccess) e = set_attributes_for<T, true, false>(smem_block);
+  if (e == cudaSuccess) e = set_attributes_for<T, false, true>(smem_block);
+  if (e == cudaSuccess) e = set_attributes_for<T, false, false>(smem_block);
+  return e;
+}
+
+// The device's limits, and T's kernel attributes set, once per device (thread-safe). `dev` must be
+// the current device (cudaFuncSetAttribute applies to the current one): launch_sparse24_compress
+// makes the stream's device current.
+template <class T>
+CompressLimits device_setup(int dev) {
+  static detail::PerDeviceOnce once;  // one per element type
+  static CompressLimits limits[detail::PerDeviceOnce::kMaxDevices];
+  CompressLimits local;
+  const bool cached = dev >= 0 && dev < detail::PerDeviceOnce::kMaxDevices;
+  CompressLimits* l = cached ? &limits[dev] : &local;
+  const cudaError_t e = once.run(dev, [&] {
+    const cudaError_t q = query_limits(dev, l);
+    return q != cudaSuccess ? q : set_attributes<T>(l->smem_block);
+  });
+  detail::check_cuda(e, "sparse24_compress", "device set-up (cudaDeviceGetAttribute / cudaFuncSetAttribute)");
+  return *l;  // written inside once.run, which orders it before every later call's read
+}
+
 // Launches the fast path (and, per-tensor, its amax pass); false when the shape does not fit it.
 template <class T>
 bool launch_pipelined(const T* w, int64_t ldw, int64_t N, int64_t K, bool require_24, int scale_mode,
                       bool given_scalar, uint8_t* values, uint8_t* meta, float* scales, Sparse24CompressStatus* status,
-                      cudaStream_t stream) {
+                      int dev, cudaStream_t stream) {
   const char* fn = "sparse24_compress";
-  int dev = 0, sms = 0, smem_sm = 0, smem_block = 0, reserved = 0;
-  detail::check_cuda(cudaGetDevice(&dev), fn, "cudaGetDevice");
-  detail::check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), fn, "cudaDeviceGetAttribute");
-  detail::check_cuda(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev), fn,
-                     "cudaDeviceGetAttribute");
-  detail::check_cuda(cudaDeviceGetAttribute(&smem_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), fn,
-                     "cudaDeviceGetAttribute");
-  detail::check_cuda(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev), fn,
-                     "cudaDeviceGetAttribute");
+  const CompressLimits lim = device_setup<T>(dev);
+  const int sms = lim.sms;
   if (sparse24_meta_bytes(N, K) >= (int64_t{1} << 31)) return false;  // the kernel's 32-bit metadata offsets
   PipePlan plan;
-  if (!plan_pipeline(K, static_cast<int>(sizeof(T)), smem_sm, smem_block, reserved, &plan)) return false;
+  if (!plan_pipeline(K, static_cast<int>(sizeof(T)), lim.smem_sm, lim.smem_block, lim.reserved, &plan)) return false;
   const bool full = int64_t{plan.threads} * plan.chunks == K / 8;
   const PipeKernel<T> kern = require_24 ? (full ? pipe_kernel<T, true, true>(plan.chunks)
                                                 : pipe_kernel<T, true, false>(plan.chunks))
                                         : (full ? pipe_kernel<T, false, true>(plan.chunks)
                                                 : pipe_kernel<T, false, false>(plan.chunks));
   if (kern == nullptr) return false;
-  detail::check_cuda(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, plan.smem), fn,
-                     "cudaFuncSetAttribute(max dynamic shared memory)");
-  detail::check_cuda(cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                          cudaSharedmemCarveoutMaxShared),
-                     fn, "cudaFuncSetAttribute(shared memory carveout)");
   int per_sm = 0;
   detail::check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, plan.threads, plan.smem), fn,
                      "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
@@ -667,16 +734,38 @@ bool launch_pipelined(const T* w, int64_t ldw, int64_t N, int64_t K, bool requir
   return true;
 }
 
+// Makes `device` current for its lifetime (nothing to do when it already is).
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device) {
+    int cur = -1;
+    if (cudaGetDevice(&cur) == cudaSuccess && cur != device && cudaSetDevice(device) == cudaSuccess) prev_ = cur;
+  }
+  ~ScopedDevice() {
+    if (prev_ >= 0) cudaSetDevice(prev_);
+  }
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+ private:
+  int prev_ = -1;
+};
+
 }  // namespace
 
 void launch_sparse24_compress(const void* w, DType wt, int64_t ldw, int64_t N, int64_t K, bool require_24,
                               int scale_mode, bool given_scalar, uint8_t* values, uint8_t* meta, float* scales,
                               Sparse24CompressStatus* status, cudaStream_t stream) {
   const char* fn = "sparse24_compress";
+  // The stream's device, made current for the attribute set-up and the launches (restored on return).
+  int dev = 0;
+  detail::check_cuda(cudaStreamGetDevice(stream, &dev), fn, "cudaStreamGetDevice");
+  const ScopedDevice on_stream_device(dev);
   auto run = [&](auto tag) {
     using T = decltype(tag);
     const T* wp = static_cast<const T*>(w);
-    if (launch_pipelined<T>(wp, ldw, N, K, require_24, scale_mode, given_scalar, values, meta, scales, status, stream))
+    if (launch_pipelined<T>(wp, ldw, N, K, require_24, scale_mode, given_scalar, values, meta, scales, status, dev,
+                            stream))
       return;
     // Rows too long for the shared-memory ring: the two-pass kernel.
     const unsigned grid = static_cast<unsigned>(N);

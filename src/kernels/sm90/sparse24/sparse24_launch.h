@@ -52,12 +52,19 @@ template <class ElementOut, class ElementBias>
 size_t sparse24_streamk_workspace_bytes(const Sparse24GemmArgs& a, int config);
 
 // Compression: see include/qsgemm/sparse24.h. Workspace layout: Sparse24CompressStatus.
+// The launcher's caller initializes the first_* fields to ~0 and the rest to 0 (kFirstFieldsBytes).
 struct Sparse24CompressStatus {
   unsigned long long first_nonfinite;  // row * K + column of the first NaN/Inf, ~0 if none
   unsigned long long first_not_24;     // row * (K/4) + group of the first group with > 2 non-zeros, ~0 if none
+  unsigned long long first_bad_scale;  // Sparse24Scale::kGiven: the first channel whose given scale is
+                                       // not fp8_scale_is_valid (0 for a per-tensor scale), ~0 if none
   unsigned int amax_bits;              // per-tensor amax of the kept values (float bits)
   unsigned int pad;
+  static constexpr size_t kFirstFieldsBytes = 3 * sizeof(unsigned long long);
 };
+static_assert(sizeof(Sparse24CompressStatus) == 32, "sparse24_compress memsets the status in two parts");
+// Runs on the device of `stream`. A given scale (scale_mode 2) that is not fp8_scale_is_valid is
+// recorded in status->first_bad_scale and its channel's values are written as zeros.
 void launch_sparse24_compress(const void* w, DType wt, int64_t ldw, int64_t N, int64_t K, bool require_24,
                               int scale_mode /*0 per-channel, 1 per-tensor, 2 given*/, bool given_scalar, uint8_t* values, uint8_t* meta,
                               float* scales, Sparse24CompressStatus* status, cudaStream_t stream);
