@@ -230,12 +230,12 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
 int run_tune(int argc, char** argv) {
   if (argc < 1 || has_flag(argc, argv, "--help")) {
     std::printf(
-        "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE] [--configs I,J,...] [--interleave]\n"
+        "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE] [--configs NAME|I,...] [--interleave]\n"
         "                            [--split-k S1,S2,...]\n"
         "       qsgemm tune blockwise --m M --n N --k K [--json FILE] [--gx group_1x128|block_128x128|per_row]\n"
         "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n"
         "                             [--split-k S1,S2,...]\n"
-        "                             [--configs I,J,...] [--interleave]\n\n"
+        "                             [--configs NAME|I,...] [--interleave]\n\n"
         "Times every sparse24 kernel configuration on Y[M,N] = X[M,K]·W[N,K]ᵀ (bf16 output, per-token and\n"
         "per-channel scales; L2 flushed, median time) and prints each with the winner and the heuristic's\n"
         "pick. --json appends one JSON line per configuration to FILE. 'tune blockwise' does the same for the\n"
