@@ -222,7 +222,7 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
       BlockwiseOptions options;
       guarded(row, "blockwise_choose_config", [&] {
         row.config = blockwise_config_name(blockwise_choose_config(M, N, K, c.gx, c.gw, env.report.sms));
-        const BlockwisePlan plan = blockwise_plan(M, N, K, c.gx, c.gw, options, env.report.sms);
+        const LinearPlan plan = blockwise_plan(M, N, K, c.gx, c.gw, options, env.report.sms);
         options.workspace_bytes = blockwise_linear_workspace_bytes(M, N, K, c.gx, c.gw, options, env.report.sms);
         if (options.workspace_bytes > 0) {
           workspace = DeviceBuffer(options.workspace_bytes);

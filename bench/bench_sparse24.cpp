@@ -171,9 +171,9 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
     // The configuration is what sparse24_plan says it runs given a workspace; a split-K run's name
     // ends in "_splitkS".
     auto plan_name = [&](bool fast_accum) {
-      Sparse24LinearOptions o;
+      Sparse24Options o;
       o.fast_accum = fast_accum;
-      const Sparse24Plan plan = sparse24_plan(M, N, K, o, env.report.sms);
+      const LinearPlan plan = sparse24_plan(M, N, K, o, env.report.sms);
       return sparse24_config(plan.config).name() +
              (plan.split_k > 1 ? "_splitk" + std::to_string(plan.split_k) : std::string());
     };
@@ -182,7 +182,7 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
     size_t workspace_bytes = 0;
     guarded(row, "sparse24_linear_workspace_bytes", [&] {
       for (bool fast : {false, true}) {
-        Sparse24LinearOptions o;
+        Sparse24Options o;
         o.fast_accum = fast;
         workspace_bytes = std::max(workspace_bytes, sparse24_linear_workspace_bytes(M, N, K, o, env.report.sms));
       }
@@ -208,7 +208,7 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
         r.add_note("qsgemm: its kernels need an sm_90 GPU");
         return {};
       }
-      Sparse24LinearOptions opt;
+      Sparse24Options opt;
       opt.fast_accum = fast_accum;
       opt.workspace = workspace.get();
       opt.workspace_bytes = workspace_bytes;

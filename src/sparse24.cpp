@@ -1,43 +1,28 @@
-// 2:4 sparse FP8 host API (include/qsgemm/sparse24.h): validation, configuration choice, launch.
+// 2:4 sparse FP8 host API (include/qsgemm/sparse24.h): validation and launch. The configuration
+// table is src/kernels/sm90/sparse24/sm90_sparse24_configs.h, the heuristic src/sparse24_heuristic.h,
+// the rules every family shares src/linear_common.h.
 #include "qsgemm/sparse24.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
 #include "kernels/sm90/sparse24/sparse24_launch.h"
 #include "kernels/sm90/sparse24/sparse24_skinny.h"
-#include "kernels/sm90/splitk/splitk_reduce.h"
-#include "sparse24_heuristic.h"
+#include "linear_common.h"
 #include "qsgemm/device.h"
 #include "qsgemm/formats.h"
+#include "sparse24_heuristic.h"
 #include "validate.h"
 
 namespace qsgemm {
 namespace {
 
-static_assert(kernels::kSparse24SkinnyConfig + 1 == kernels::kSparse24NumConfigs,
-              "the decode kernel is the last row of the configuration table (config_table below)");
+using kernels::kSparse24Configs;
+using kernels::kSparse24NumConfigs;
 
-struct ConfigRow {
-  int tm, tn, tk, cm, cn;
-  bool coop, fast, stream_k;
-  bool skinny = false;
-};
-const std::vector<ConfigRow>& config_table() {
-  static const std::vector<ConfigRow> table = {
-#define QSGEMM_ROW(i, tm, tn, tk, cm, cn, coop, fast, two_partials) {tm, tn, tk, cm, cn, coop, fast, false},
-      QSGEMM_SPARSE24_CONFIGS(QSGEMM_ROW)
-      QSGEMM_SPARSE24_WIDE_CONFIGS(QSGEMM_ROW)
-#undef QSGEMM_ROW
-#define QSGEMM_ROW(i, tm, tn, tk, cm, cn, coop, fast, two_partials) {tm, tn, tk, cm, cn, coop, fast, true},
-      QSGEMM_SPARSE24_STREAMK_CONFIGS(QSGEMM_ROW)
-#undef QSGEMM_ROW
-      // kernels::kSparse24SkinnyConfig: 16 weight rows per warp, up to 32 tokens, 128-wide K panels.
-      {16, kernels::kSparse24SkinnyMaxM, 128, 1, 1, false, false, false, true},
-  };
-  return table;
-}
+static_assert(kernels::kSparse24MaxSplitK == detail::kMaxSplitK, "one split-K limit for every family");
+
+constexpr int64_t kMaxExtent = int64_t{1} << 30;
 
 void check_weight_shape(const char* fn, int64_t N, int64_t K) {
   if (N <= 0 || K <= 0)
@@ -46,7 +31,7 @@ void check_weight_shape(const char* fn, int64_t N, int64_t K) {
     detail::fail(fn, Status::kInvalidArgument, "N", detail::cat("N=", N, " must be a multiple of ", kSparse24AlignN));
   if (K % kSparse24AlignK != 0)
     detail::fail(fn, Status::kInvalidArgument, "K", detail::cat("K=", K, " must be a multiple of ", kSparse24AlignK));
-  if (N > (int64_t{1} << 30) || K > (int64_t{1} << 30))
+  if (N > kMaxExtent || K > kMaxExtent)
     detail::fail(fn, Status::kInvalidArgument, "w", detail::cat("weight shape [", N, ", ", K, "] exceeds 2^30"));
 }
 
@@ -57,6 +42,8 @@ void check_weight(const char* fn, const SparseFp8Weight& w) {
   detail::check_ptr(fn, "w.scales", w.scales, 4);
 }
 
+const kernels::Sparse24ConfigRow& row(int config) { return kSparse24Configs[static_cast<size_t>(config)]; }
+
 }  // namespace
 
 std::string Sparse24Config::name() const {
@@ -64,29 +51,32 @@ std::string Sparse24Config::name() const {
   return detail::cat(tile_m, "x", tile_n, "x", tile_k, "_c", cluster_m, "x", cluster_n, cooperative ? "_coop" : "_pingpong",
                      fast_accum ? "_fastaccum" : "", stream_k ? "_streamk" : "");
 }
-int sparse24_num_configs() { return static_cast<int>(config_table().size()); }
+int sparse24_num_configs() { return kSparse24NumConfigs; }
 Sparse24Config sparse24_config(int index) {
-  if (index < 0 || index >= sparse24_num_configs())
+  if (index < 0 || index >= kSparse24NumConfigs)
     detail::fail("sparse24_config", Status::kInvalidArgument, "index",
-                 detail::cat("config index ", index, " is outside [0, ", sparse24_num_configs(), ")"));
-  const ConfigRow& r = config_table()[static_cast<size_t>(index)];
-  return Sparse24Config{r.tm, r.tn, r.tk, r.cm, r.cn, r.coop, r.fast, r.stream_k, r.skinny};
+                 detail::cat("config index ", index, " is outside [0, ", kSparse24NumConfigs, ")"));
+  const kernels::Sparse24ConfigRow& r = row(index);
+  return Sparse24Config{r.tile_m, r.tile_n, r.tile_k, r.cluster_m, r.cluster_n, r.cooperative, r.fast_accum, r.stream_k(), r.skinny()};
+}
+int sparse24_config_index(const std::string& name) {
+  return detail::config_index_by_name("sparse24_config_index", name, kSparse24NumConfigs,
+                                      [](int i) { return std::string(row(i).name); });
 }
 int sparse24_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, bool fast_accum, bool stream_k) {
+  if (sm_count <= 0)
+    detail::fail("sparse24_choose_config", Status::kInvalidArgument, "sm_count",
+                 detail::cat("sm_count=", sm_count, " must be positive"));
   return kernels::sparse24_heuristic(M, N, K, sm_count, fast_accum, stream_k);
 }
 
 namespace {
 
-void check_config_index(const char* fn, int config) {
-  if (config < -1 || config >= sparse24_num_configs())
-    detail::fail(fn, Status::kInvalidArgument, "options.config",
-                 detail::cat("config ", config, " is outside [-1, ", sparse24_num_configs(), ")"));
-}
+std::string describe(int config) { return row(config).name; }
 
 // The workspace configuration `config` needs for M x N x K (0 without stream-K). Host arithmetic.
 size_t config_workspace_bytes(int64_t M, int64_t N, int64_t K, int sm_count, int config) {
-  if (!config_table()[static_cast<size_t>(config)].stream_k) return 0;
+  if (!row(config).stream_k()) return 0;
   kernels::Sparse24GemmArgs a;  // the size depends on the shape, the SM count and the tile order only
   a.m_tok = M;
   a.n_out = N;
@@ -102,102 +92,53 @@ size_t config_workspace_bytes(int64_t M, int64_t N, int64_t K, int sm_count, int
   return std::max<size_t>(kernels::sparse24_gemm_workspace_bytes(a, config), 16);
 }
 
-// Split-K runs on the data-parallel CUTLASS configurations only.
-bool splittable(int config) {
-  const ConfigRow& r = config_table()[static_cast<size_t>(config)];
-  return !r.stream_k && !r.skinny;
-}
-
-// The option rules every entry point shares: the config index and the split_k range.
-void check_config_and_split(const char* fn, const Sparse24LinearOptions& o) {
-  check_config_index(fn, o.config);
-  if (o.split_k < 0 || o.split_k > kernels::kSparse24MaxSplitK)
-    detail::fail(fn, Status::kInvalidArgument, "options.split_k",
-                 detail::cat("split_k=", o.split_k, " must be 0 (chosen by the library), 1 (no split) or 2..",
-                             kernels::kSparse24MaxSplitK));
-}
-
-// The 64x32 tile of the accumulation mode: what the heuristic takes at M <= 32 when it does not take
-// the decode kernel.
-int narrow_tile(bool fast_accum) {
-  return (fast_accum ? kernels::sparse24_detail::kFast : kernels::sparse24_detail::kDefault)[0].index;
-}
-
-// The library's split of `config` (split_k = 0, given a workspace): the rule of sparse24_split_k for
-// a data-parallel configuration; where the heuristic took the decode kernel, the split 64x32 tile
-// when the rule splits it (the 1280-row shard at M = 1 / 8: 10.3 against 10.8 / 11.2 us,
-// tune_sparse24_splitk.jsonl).
-Sparse24Plan library_split(int64_t M, int64_t N, int64_t K, int config, bool fast_accum, int sm_count) {
-  const ConfigRow& c = config_table()[static_cast<size_t>(config)];
-  if (splittable(config)) return {config, kernels::sparse24_split_k(M, N, K, c.tm, c.tn, sm_count)};
-  if (c.skinny) {
-    const int alt = narrow_tile(fast_accum);
-    const ConfigRow& r = config_table()[static_cast<size_t>(alt)];
-    const int s = kernels::sparse24_split_k(M, N, K, r.tm, r.tn, sm_count);
-    if (s > 1) return {alt, s};
-  }
-  return {config, 1};
-}
-
-// sparse24_plan without its argument checks. A forced split (split_k >= 2) picks among the
-// data-parallel configurations when options.config leaves the choice to the heuristic.
-Sparse24Plan plan_unchecked(int64_t M, int64_t N, int64_t K, const Sparse24LinearOptions& o, int sm_count) {
-  Sparse24Plan p;
-  p.config = o.config >= 0 ? o.config : sparse24_choose_config(M, N, K, sm_count, o.fast_accum, o.split_k < 2);
-  if (o.split_k >= 2) {
-    // Where the heuristic took the decode kernel: the 64x32 tile it would take otherwise.
-    if (o.config < 0 && config_table()[static_cast<size_t>(p.config)].skinny) p.config = narrow_tile(o.fast_accum);
-    if (splittable(p.config)) p.split_k = o.split_k;
-    return p;
-  }
-  if (o.split_k == 1 || (o.config >= 0 && !splittable(p.config))) return p;
-  return library_split(M, N, K, p.config, o.fast_accum, sm_count);
-}
-
-// A forced split's rules: a data-parallel configuration and whole 256-wide K tiles per slice.
-void check_forced_split(const char* fn, int64_t M, int64_t K, const Sparse24LinearOptions& o, const Sparse24Plan& p) {
-  if (o.split_k < 2) return;
-  if (!splittable(p.config)) {
-    const std::string chosen = o.config < 0 ? detail::cat(", the heuristic's choice for M=", M) : std::string();
-    detail::fail(fn, Status::kInvalidArgument, "options.split_k",
-                 detail::cat("split_k=", o.split_k, " applies to the data-parallel configurations, not config ", p.config,
-                             " (", sparse24_config(p.config).name(), ")", chosen));
-  }
-  if (K % (kernels::kSparse24SplitTileK * o.split_k) != 0)
-    detail::fail(fn, Status::kInvalidArgument, "options.split_k",
-                 detail::cat("split_k=", o.split_k, " needs K to be a multiple of 256 x ", o.split_k, " = ",
-                             kernels::kSparse24SplitTileK * o.split_k, "; got K=", K));
-}
-
-void check_plan_args(const char* fn, int64_t M, int64_t N, int64_t K, const Sparse24LinearOptions& options, int sm_count) {
+// The option and shape rules of every entry point that do not depend on the device: the shape
+// limits, the config index and split range, the decode kernel's M, a forced split's configuration
+// and K. (A forced split with config -1 runs a data-parallel tile whatever the SM count.)
+void check_problem(const char* fn, int64_t M, int64_t N, int64_t K, const Sparse24Options& o) {
   check_weight_shape(fn, N, K);
-  if (M < 0 || M > (int64_t{1} << 30))
-    detail::fail(fn, Status::kInvalidArgument, "M", detail::cat("M=", M, " is outside [0, 2^30]"));
-  check_config_and_split(fn, options);
-  if (sm_count < 0) detail::fail(fn, Status::kInvalidArgument, "sm_count", detail::cat("sm_count=", sm_count, " is negative"));
+  if (M < 0 || M > kMaxExtent) detail::fail(fn, Status::kInvalidArgument, "M", detail::cat("M=", M, " is outside [0, 2^30]"));
+  detail::check_config_and_split(fn, o, kSparse24NumConfigs);
+  if (o.config == kernels::kSparse24SkinnyConfig && M > kernels::kSparse24SkinnyMaxM)
+    detail::fail(fn, Status::kInvalidArgument, "options.config",
+                 detail::cat("configuration ", o.config, " (", describe(o.config), ") serves M <= ",
+                             kernels::kSparse24SkinnyMaxM, "; got M=", M));
+  if (o.split_k >= 2) {
+    if (o.config >= 0 && !row(o.config).splittable())
+      detail::fail(fn, Status::kInvalidArgument, "options.split_k",
+                   detail::cat("split_k=", o.split_k, " applies to the data-parallel configurations, not config ", o.config,
+                               " (", describe(o.config), ")"));
+    if (K % (kernels::kSparse24SplitTileK * o.split_k) != 0)
+      detail::fail(fn, Status::kInvalidArgument, "options.split_k",
+                   detail::cat("split_k=", o.split_k, " needs K to be a multiple of 256 x ", o.split_k, " = ",
+                               kernels::kSparse24SplitTileK * o.split_k, "; got K=", K));
+  }
+}
+
+// THE plan (include/qsgemm/linear.h): what sparse24_plan publishes and sparse24_linear runs, with or
+// without a workspace. The arguments are checked (check_problem), sm_count > 0.
+LinearPlan make_plan(int64_t M, int64_t N, int64_t K, const Sparse24Options& o, int sm_count, bool with_workspace) {
+  const kernels::Sparse24Choice c =
+      kernels::sparse24_choose(std::max<int64_t>(M, 1), N, K, o.config, o.split_k, o.fast_accum, sm_count, with_workspace);
+  LinearPlan p{c.config, c.split_k, 0};
+  if (M > 0)
+    p.workspace_bytes = p.split_k > 1 ? detail::splitk_workspace_bytes(M, N, p.split_k)
+                                      : config_workspace_bytes(M, N, K, sm_count, p.config);
+  return p;
 }
 
 }  // namespace
 
-Sparse24Plan sparse24_plan(int64_t M, int64_t N, int64_t K, const Sparse24LinearOptions& options, int sm_count) {
+LinearPlan sparse24_plan(int64_t M, int64_t N, int64_t K, const Sparse24Options& options, int sm_count) {
   const char* fn = "sparse24_plan";
-  check_plan_args(fn, M, N, K, options, sm_count);
-  if (sm_count == 0) sm_count = device_info(-1).sm_count;
-  const Sparse24Plan p = plan_unchecked(std::max<int64_t>(M, 1), N, K, options, sm_count);
-  check_forced_split(fn, M, K, options, p);
-  return p;
+  check_problem(fn, M, N, K, options);
+  return make_plan(M, N, K, options, detail::resolve_sm_count(fn, sm_count), true);
 }
 
-size_t sparse24_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, const Sparse24LinearOptions& options,
-                                       int sm_count) {
+size_t sparse24_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, const Sparse24Options& options, int sm_count) {
   const char* fn = "sparse24_linear_workspace_bytes";
-  check_plan_args(fn, M, N, K, options, sm_count);
-  if (M == 0) return 0;
-  if (sm_count == 0) sm_count = device_info(-1).sm_count;
-  const Sparse24Plan p = plan_unchecked(M, N, K, options, sm_count);
-  check_forced_split(fn, M, K, options, p);
-  if (p.split_k > 1) return kernels::splitk_workspace_bytes(M, N, p.split_k);
-  return config_workspace_bytes(M, N, K, sm_count, p.config);
+  check_problem(fn, M, N, K, options);
+  return make_plan(M, N, K, options, detail::resolve_sm_count(fn, sm_count), true).workspace_bytes;
 }
 
 Sparse24WeightBytes sparse24_weight_bytes(int64_t N, int64_t K, bool per_tensor_scale) {
@@ -222,7 +163,7 @@ void sparse24_compress(const MatrixView& w, const SparseFp8Weight& out, const Sp
     detail::fail(fn, Status::kInvalidArgument, "out.per_tensor_scale", "must be false with Sparse24Scale::kPerChannel");
   check_weight(fn, out);
   detail::check_ptr(fn, "workspace", workspace, 8);
-  detail::require_sm90(fn);
+  detail::require_sm90(fn, detail::stream_device(fn, stream));
 
   auto* status = static_cast<kernels::Sparse24CompressStatus*>(workspace);
   // first_* = ~0 ("none yet"), amax = 0.
@@ -265,83 +206,55 @@ void sparse24_decompress(const SparseFp8Weight& w, const MatrixView& out, cudaSt
   const char* fn = "sparse24_decompress";
   check_weight(fn, w);
   detail::check_matrix(fn, "out", out, {DType::kBF16, DType::kF32}, w.N, w.K, dtype_size(out.dtype));
-  detail::require_sm90(fn);
+  detail::require_sm90(fn, detail::stream_device(fn, stream));
   kernels::launch_sparse24_decompress(w.values, w.meta, w.scales, w.per_tensor_scale, w.N, w.K, out.data, out.dtype,
                                       out.ld, stream);
 }
 
-namespace {
-
-// Split-K: the GEMM writes S scaled, unbiased float32 slices into the workspace; the reduction adds
-// them in order with the bias and writes y.
-void run_split(const kernels::Sparse24GemmArgs& a, const Sparse24Plan& p, void* workspace, const char* fn,
-               cudaStream_t stream) {
-  kernels::Sparse24GemmArgs g = a;
-  g.splits = p.split_k;
-  g.y = workspace;
-  g.y_dtype = DType::kF32;
-  g.ldy = a.n_out;
-  g.bias = nullptr;
-  g.bias_dtype = DType::kF32;
-  g.workspace = nullptr;
-  g.workspace_bytes = 0;
-  kernels::run_sparse24_gemm(g, p.config, stream);
-  kernels::run_splitk_reduce({static_cast<const float*>(workspace), p.split_k, static_cast<int>(a.m_tok),
-                              static_cast<int>(a.n_out), a.bias, a.bias_dtype, a.y, a.y_dtype, a.ldy, a.sm_count, fn},
-                             stream);
-}
-
-}  // namespace
-
 void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const SparseFp8Weight& w, const VectorView& bias,
-                     const MatrixView& y, const Sparse24LinearOptions& options, cudaStream_t stream) {
+                     const MatrixView& y, const Sparse24Options& options, cudaStream_t stream) {
   const char* fn = "sparse24_linear";
+  // ---- operands ----------------------------------------------------------------------------------
   check_weight(fn, w);
   detail::check_matrix(fn, "x", x, {DType::kE4M3}, -1, w.K, 16);
   detail::check_matrix(fn, "y", y, {DType::kBF16, DType::kF16, DType::kF32}, x.rows, w.N, 16);
   if (x_scale.granularity != ScaleGranularity::kPerRow && x_scale.granularity != ScaleGranularity::kPerTensor)
     detail::fail(fn, Status::kInvalidArgument, "x_scale",
                  detail::cat("granularity ", granularity_name(x_scale.granularity), " is not accepted; use per_row or per_tensor"));
-  if (!bias.empty()) {
-    if (bias.size != w.N)
-      detail::fail(fn, Status::kInvalidArgument, "bias", detail::cat("bias has ", bias.size, " elements, expected N=", w.N));
-    const bool ok = bias.dtype == y.dtype || bias.dtype == DType::kF32;
-    if (!ok)
-      detail::fail(fn, Status::kInvalidArgument, "bias",
-                   detail::cat("bias dtype ", dtype_name(bias.dtype), " must be fp32 or the output dtype ", dtype_name(y.dtype)));
-    detail::check_ptr(fn, "bias", bias.data, 16);
-  }
-  check_config_and_split(fn, options);
-  const bool forced_stream_k = options.config >= 0 && config_table()[static_cast<size_t>(options.config)].stream_k;
+  const bool has_bias = detail::check_bias(fn, bias, w.N, y.dtype);
+  const int64_t M = x.rows, N = w.N, K = w.K;
+  // ---- options (the rules sparse24_plan applies) ----------------------------------------------------
+  check_problem(fn, M, N, K, options);
+  const bool forced_stream_k = options.config >= 0 && row(options.config).stream_k();
   if (forced_stream_k && options.workspace == nullptr)
     detail::fail(fn, Status::kInvalidArgument, "options.workspace",
-                 detail::cat("configuration ", options.config, " (", sparse24_config(options.config).name(),
+                 detail::cat("configuration ", options.config, " (", describe(options.config),
                              ") is stream-K and needs a workspace (sparse24_linear_workspace_bytes)"));
-  if (options.workspace != nullptr) detail::check_ptr(fn, "options.workspace", options.workspace, 16);
-  if (options.config == kernels::kSparse24SkinnyConfig && x.rows > kernels::kSparse24SkinnyMaxM)
-    detail::fail(fn, Status::kInvalidArgument, "options.config",
-                 detail::cat("configuration ", options.config, " (", sparse24_config(options.config).name(), ") serves M <= ",
-                             kernels::kSparse24SkinnyMaxM, "; got M=", x.rows));
-  if (x.rows == 0) return;
-  if (x.rows > (int64_t{1} << 30))
-    detail::fail(fn, Status::kInvalidArgument, "x", detail::cat("M=", x.rows, " exceeds 2^30"));
+  detail::check_workspace_alignment(fn, options);
+  if (M == 0) return;
+  if (options.split_k >= 2) detail::check_forced_split_workspace(fn, options.split_k, M, N, options);
   detail::check_ptr(fn, "x_scale", x_scale.data, 4);
-  const DeviceInfo dev = device_info(-1);
-  // A forced split: its configuration, K and workspace rules (before the device check, so that
-  // they are reported anywhere).
-  const int sk = options.split_k;
-  Sparse24Plan forced;
-  if (sk >= 2) {
-    forced = plan_unchecked(x.rows, w.N, w.K, options, dev.sm_count);
-    check_forced_split(fn, x.rows, w.K, options, forced);
-    kernels::check_splitk_workspace(fn, sk, x.rows, w.N, options.workspace, options.workspace_bytes);
-  }
-  detail::require_sm90(fn);
+  // ---- y and the workspace against the inputs -------------------------------------------------------
+  const bool sx_scalar = x_scale.granularity == ScaleGranularity::kPerTensor;
+  const detail::ByteRange ws = detail::byte_range(options.workspace, options.workspace_bytes);
+  detail::check_outputs_disjoint(
+      fn, y,
+      {{"x", detail::byte_range(x)},
+       {"x_scale", detail::byte_range(x_scale.data, sizeof(float) * static_cast<size_t>(sx_scalar ? 1 : M))},
+       {"w.values", detail::byte_range(w.values, static_cast<size_t>(N * K / 2))},
+       {"w.meta", detail::byte_range(w.meta, static_cast<size_t>(sparse24_meta_bytes(N, K)))},
+       {"w.scales", detail::byte_range(w.scales, sizeof(float) * static_cast<size_t>(w.per_tensor_scale ? 1 : N))},
+       {"bias", has_bias ? detail::byte_range(bias) : detail::ByteRange{}}},
+      ws);
+  // ---- device and plan -------------------------------------------------------------------------------
+  const detail::LaunchDevice dev = detail::launch_device(fn, stream);
+  const LinearPlan plan = detail::select_plan(
+      fn, options, M, N, K, [&](bool with_ws) { return make_plan(M, N, K, options, dev.sm_count, with_ws); }, describe);
 
   kernels::Sparse24GemmArgs a;
-  a.m_tok = x.rows;
-  a.n_out = w.N;
-  a.k = w.K;
+  a.m_tok = M;
+  a.n_out = N;
+  a.k = K;
   a.x = static_cast<const uint8_t*>(x.data);
   a.ldx = x.ld;
   a.w_values = w.values;
@@ -349,52 +262,38 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   a.w_scale = w.scales;
   a.w_scale_scalar = w.per_tensor_scale;
   a.x_scale = x_scale.data;
-  a.x_scale_scalar = x_scale.granularity == ScaleGranularity::kPerTensor;
-  a.bias = bias.data;
-  a.bias_dtype = bias.dtype;
+  a.x_scale_scalar = sx_scalar;
+  a.bias = has_bias ? bias.data : nullptr;
+  a.bias_dtype = has_bias ? bias.dtype : DType::kF32;
   a.y = y.data;
   a.y_dtype = y.dtype;
   a.ldy = y.ld;
+  a.device = dev.device;
   a.sm_count = dev.sm_count;
-  const kernels::TileOrder order = kernels::sparse24_tile_order(x.rows, w.N);
+  const kernels::TileOrder order = kernels::sparse24_tile_order(M, N);
   a.swizzle = order.swizzle;
   a.raster = order.raster;
-  if (sk >= 2) return run_split(a, forced, options.workspace, fn, stream);
-  // The workspace the configuration needs (0 without stream-K), worked out once. A stream-K choice
-  // of the heuristic runs only with a large enough workspace; otherwise the heuristic's choice
-  // among the configurations that need none.
-  int config = options.config;
-  size_t need = 0;
-  if (config < 0) {
-    config = sparse24_choose_config(x.rows, w.N, w.K, dev.sm_count, options.fast_accum, options.workspace != nullptr);
-    need = config_workspace_bytes(x.rows, w.N, w.K, dev.sm_count, config);
-    if (need > options.workspace_bytes) {
-      config = sparse24_choose_config(x.rows, w.N, w.K, dev.sm_count, options.fast_accum, false);
-      need = 0;
-    }
-  } else {
-    need = config_workspace_bytes(x.rows, w.N, w.K, dev.sm_count, config);
+  if (plan.split_k > 1) {
+    // The GEMM writes split_k scaled, unbiased float32 slices; the reduction adds them and the bias.
+    return detail::run_split_k(fn, plan.split_k, y, bias, options.workspace, dev.sm_count, stream, [&](void* ws_ptr) {
+      kernels::Sparse24GemmArgs g = a;
+      g.splits = plan.split_k;
+      g.y = ws_ptr;
+      g.y_dtype = DType::kF32;
+      g.ldy = N;
+      g.bias = nullptr;
+      g.bias_dtype = DType::kF32;
+      kernels::run_sparse24_gemm(g, plan.config, stream);
+    });
   }
-  if (need > options.workspace_bytes)  // a forced stream-K configuration
-    detail::fail(fn, Status::kInvalidArgument, "options.workspace_bytes",
-                 detail::cat("configuration ", config, " (", sparse24_config(config).name(), ") needs ", need,
-                             " bytes of workspace for M=", x.rows, " N=", w.N, " K=", w.K, "; ", options.workspace_bytes,
-                             " given"));
-  if (need > 0) {
+  if (plan.workspace_bytes > 0) {  // a stream-K configuration
     a.workspace = options.workspace;
     a.workspace_bytes = options.workspace_bytes;
   }
-  // The library's split (split_k == 0), where the workspace holds its slices. A forced configuration
-  // is split only if it is a data-parallel one (the decode kernel, forced, stays itself).
-  if (sk == 0 && options.workspace != nullptr && (options.config < 0 || splittable(config))) {
-    const Sparse24Plan p = library_split(x.rows, w.N, w.K, config, options.fast_accum, dev.sm_count);
-    if (p.split_k > 1 && options.workspace_bytes >= kernels::splitk_workspace_bytes(x.rows, w.N, p.split_k))
-      return run_split(a, p, options.workspace, fn, stream);
-  }
-  if (config == kernels::kSparse24SkinnyConfig)
+  if (row(plan.config).skinny())
     kernels::run_sparse24_skinny(a, stream);
   else
-    kernels::run_sparse24_gemm(a, config, stream);
+    kernels::run_sparse24_gemm(a, plan.config, stream);
 }
 
 }  // namespace qsgemm

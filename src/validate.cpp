@@ -72,12 +72,28 @@ void check_no_overlap(const char* fn, const char* out_name, ByteRange out, const
              reinterpret_cast<const void*>(in.end), "): outputs may not alias inputs"));
 }
 
-void require_sm90(const char* fn) {
-  const DeviceInfo d = device_info(-1);
+int stream_device(const char* fn, cudaStream_t stream) {
+  int device = -1;
+  cudaError_t e;
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
+    e = cudaGetDevice(&device);  // the default streams belong to the current device
+  else
+    e = cudaStreamGetDevice(stream, &device);
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
+    (void)cudaGetLastError();
+    fail(fn, Status::kUnsupported, "", cat("no CUDA device is available (the kernels need an sm_90a GPU): ", cudaGetErrorString(e)));
+  }
+  check_cuda(e, fn, "cudaStreamGetDevice(stream)");
+  return device;
+}
+
+DeviceInfo require_sm90(const char* fn, int device) {
+  const DeviceInfo d = device_info(device);
   if (!d.present) fail(fn, Status::kUnsupported, "", "no CUDA device is available (the kernels need an sm_90a GPU)");
   if (d.cc_major != 9 || d.cc_minor != 0)
     fail(fn, Status::kUnsupported, "",
-         cat("the current device is sm_", d.cc_major, d.cc_minor, "; qsgemm's kernels are built for sm_90a (H100/H200)"));
+         cat("device ", d.device, " is sm_", d.cc_major, d.cc_minor, "; qsgemm's kernels are built for sm_90a (H100/H200)"));
+  return d;
 }
 
 }  // namespace qsgemm::detail

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "qsgemm/device.h"
 #include "qsgemm/error.h"
 #include "qsgemm/tensor.h"
 
@@ -49,7 +50,12 @@ ByteRange byte_range(const void* p, size_t bytes);
 // output): a kernel reading what it writes gives a result that depends on timing.
 void check_no_overlap(const char* fn, const char* out_name, ByteRange out, const char* in_name, ByteRange in);
 
-// True when `stream` belongs to a device with compute capability 9.0 (sm_90a kernels run there).
-void require_sm90(const char* fn);
+// The device `stream` belongs to: cudaStreamGetDevice for a created stream; the current device for
+// the legacy default stream (0 / cudaStreamLegacy) and the per-thread default stream. Throws
+// kUnsupported when no CUDA device is available, kCudaError when the query fails.
+int stream_device(const char* fn, cudaStream_t stream);
+// Throws kUnsupported unless `device` (an index, -1: the current device) has compute capability 9.0
+// (the sm_90a kernels run there only). Returns its properties.
+DeviceInfo require_sm90(const char* fn, int device);
 
 }  // namespace qsgemm::detail

@@ -1,9 +1,13 @@
 // Small helpers shared by the CLI's subcommands (argument parsing without dependencies).
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -57,6 +61,41 @@ inline int64_t arg_int(int argc, char** argv, const std::string& name, int64_t f
     return fallback;
   }
   return parse_int_arg(name, v, min_value);
+}
+
+// A comma-separated list of configurations (--configs), each a name of the table or an index in
+// [0, count): name_to_index maps a name (throws qsgemm::Error for an unknown one, listing the valid
+// names; may be empty, then only indices are accepted). Prints what is wrong and returns false on a
+// bad item.
+inline bool parse_config_list(const std::string& v, int count, const std::function<int(const std::string&)>& name_to_index,
+                              const char* flag, std::vector<int>* out) {
+  size_t pos = 0;
+  while (pos <= v.size()) {
+    const size_t end = std::min(v.find(',', pos), v.size());
+    const std::string item = v.substr(pos, end - pos);
+    char* rest = nullptr;
+    const long i = std::strtol(item.c_str(), &rest, 10);
+    if (!item.empty() && *rest == '\0') {
+      if (i < 0 || i >= count) {
+        std::fprintf(stderr, "qsgemm: %s item '%s' is not a configuration index in [0, %d)\n", flag, item.c_str(), count);
+        return false;
+      }
+      out->push_back(static_cast<int>(i));
+    } else {
+      if (item.empty() || !name_to_index) {
+        std::fprintf(stderr, "qsgemm: %s item '%s' is not a configuration index in [0, %d)\n", flag, item.c_str(), count);
+        return false;
+      }
+      try {
+        out->push_back(name_to_index(item));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "qsgemm: %s item '%s': %s\n", flag, item.c_str(), e.what());
+        return false;
+      }
+    }
+    pos = end + 1;
+  }
+  return true;
 }
 
 int run_verify(int argc, char** argv);

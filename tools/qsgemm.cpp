@@ -6,6 +6,7 @@
 #include "bench.h"
 #include "cli_common.h"
 #include "qsgemm/device.h"
+#include "qsgemm/version.h"
 
 namespace {
 
@@ -28,7 +29,7 @@ int run_info(int argc, char** argv) {
     std::printf("usage: qsgemm info\n\nPrints the CUDA device qsgemm sees and the build configuration.\n");
     return 0;
   }
-  std::printf("qsgemm 0.1.0 (%s)\n", qsgemm::build_info().c_str());
+  std::printf("qsgemm %s (%s)\n", qsgemm::version(), qsgemm::build_info().c_str());
   const qsgemm::DeviceInfo d = qsgemm::device_info();
   if (!d.present) {
     std::printf("device: none (%s)\nkernels: need an sm_90a GPU (H100/H200); CPU reference only\n", d.error.c_str());

@@ -30,7 +30,8 @@ bool parse_granularity(const std::string& s, ScaleGranularity* g) {
   return false;
 }
 
-// The options every tune family shares: --configs LIST (comma-separated indices: only those) and
+// The options every tune family shares: --configs LIST (comma-separated names or indices: only
+// those) and
 // --interleave (time them in two rounds, forward then reverse order, and take the mean of the two
 // medians, as the benchmark's PointTimer does: on the H200 a kernel timed right after a long one
 // ran up to ~15 % slower at the largest sizes, so one pass in a fixed order favours the first).
@@ -57,9 +58,11 @@ bool parse_int_list(const std::string& v, long lo, long hi, const char* flag, co
   return true;
 }
 
-bool parse_sweep_options(int argc, char** argv, int count, SweepOptions* o) {
+// name_to_index: the table's lookup by name (empty for --skinny-clusters, whose items are indices).
+bool parse_sweep_options(int argc, char** argv, int count, const std::function<int(const std::string&)>& name_to_index,
+                         SweepOptions* o) {
   std::string v;
-  if (arg_value(argc, argv, "--configs", &v) && !parse_int_list(v, 0, count, "--configs", "a configuration index", &o->only))
+  if (arg_value(argc, argv, "--configs", &v) && !parse_config_list(v, count, name_to_index, "--configs", &o->only))
     return false;
   o->interleave = has_flag(argc, argv, "--interleave");
   return true;
@@ -149,7 +152,9 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
     return 2;
   }
   SweepOptions so;
-  if (!parse_sweep_options(argc, argv, clusters ? 4 : blockwise_num_configs(), &so)) return 2;
+  if (!parse_sweep_options(argc, argv, clusters ? 4 : blockwise_num_configs(),
+                           clusters ? std::function<int(const std::string&)>() : blockwise_config_index, &so))
+    return 2;
   // --split-k LIST: each CUTLASS configuration (those of --configs, or all that serve the pair) with
   // each forced split (BlockwiseOptions::split_k; 1 = none), given a workspace.
   struct Item {
@@ -184,7 +189,7 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
     }
   DeviceBuffer ws(std::max<size_t>(ws_bytes, 16));
   // The heuristic's line: its configuration (with --split-k: what it runs given a workspace).
-  const BlockwisePlan plan = blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, sm_count);
+  const LinearPlan plan = blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, sm_count);
   int chosen_item = -1;
   if (!clusters)
     for (size_t j = 0; j < items.size(); ++j)
@@ -225,12 +230,12 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
 int run_tune(int argc, char** argv) {
   if (argc < 1 || has_flag(argc, argv, "--help")) {
     std::printf(
-        "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE] [--configs I,J,...] [--interleave]\n"
+        "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE] [--configs NAME|I,...] [--interleave]\n"
         "                            [--split-k S1,S2,...]\n"
         "       qsgemm tune blockwise --m M --n N --k K [--json FILE] [--gx group_1x128|block_128x128|per_row]\n"
         "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n"
         "                             [--split-k S1,S2,...]\n"
-        "                             [--configs I,J,...] [--interleave]\n\n"
+        "                             [--configs NAME|I,...] [--interleave]\n\n"
         "Times every sparse24 kernel configuration on Y[M,N] = X[M,K]·W[N,K]ᵀ (bf16 output, per-token and\n"
         "per-channel scales; L2 flushed, median time) and prints each with the winner and the heuristic's\n"
         "pick. --json appends one JSON line per configuration to FILE. 'tune blockwise' does the same for the\n"
@@ -239,7 +244,7 @@ int run_tune(int argc, char** argv) {
         "--split-k times each CUTLASS configuration (of --configs, or all) with each listed split-K factor\n"
         "(1 = no split), given a workspace; the heuristic's line is its configuration with its split (for\n"
         "sparse24 the stream-K and decode configurations run once, unsplit).\n"
-        "--configs times only the listed configuration indices (with --skinny-clusters: cluster indices\n"
+        "--configs times only the listed configurations, by name or index (with --skinny-clusters: cluster indices\n"
         "0-3). --interleave times them in two rounds, forward then reverse order, and reports the mean of\n"
         "the two medians (what the benchmark does; a kernel timed right after a long one can run slower).\n");
     return argc < 1 ? 2 : 0;
@@ -272,9 +277,9 @@ int run_tune(int argc, char** argv) {
   sparse24_compress(MatrixView(dense.get(), DType::kBF16, N, K), w, {}, ws.get(), stream);
   Timer timer(stream);
   SweepOptions so;
-  if (!parse_sweep_options(argc, argv, sparse24_num_configs(), &so)) return 2;
+  if (!parse_sweep_options(argc, argv, sparse24_num_configs(), sparse24_config_index, &so)) return 2;
   // --split-k LIST: each data-parallel configuration (of --configs, or all) with each forced split
-  // (Sparse24LinearOptions::split_k; 1 = none); the stream-K and decode configurations once, unsplit.
+  // (Sparse24Options::split_k; 1 = none); the stream-K and decode configurations once, unsplit.
   struct Item {
     int config, split;  // split 0: the configuration as it is (no --split-k)
   };
@@ -299,7 +304,7 @@ int run_tune(int argc, char** argv) {
     for (int c : configs) items.push_back({c, 0});
   }
   auto options_of = [&](const Item& it) {
-    Sparse24LinearOptions opt;
+    Sparse24Options opt;
     opt.config = it.config;
     opt.split_k = it.split;
     return opt;
@@ -313,7 +318,7 @@ int run_tune(int argc, char** argv) {
     }
   DeviceBuffer workspace(ws_bytes);
   // The heuristic's line: what sparse24_linear runs given a workspace (its configuration and split).
-  const Sparse24Plan plan = sparse24_plan(M, N, K, Sparse24LinearOptions{}, d.sm_count);
+  const LinearPlan plan = sparse24_plan(M, N, K, Sparse24Options{}, d.sm_count);
   int chosen = -1;
   for (size_t j = 0; j < items.size(); ++j)
     if (items[j].config == plan.config && (!splitting || std::max(items[j].split, 1) == plan.split_k))
@@ -332,7 +337,7 @@ int run_tune(int argc, char** argv) {
         return cfg.name() + (split_name ? "_splitk" + std::to_string(it.split) : std::string());
       },
       [&](int i, cudaStream_t st) {
-        Sparse24LinearOptions opt = options_of(items[static_cast<size_t>(i)]);
+        Sparse24Options opt = options_of(items[static_cast<size_t>(i)]);
         opt.workspace = workspace.get();
         opt.workspace_bytes = ws_bytes;
         sparse24_linear(MatrixView(x.get(), DType::kE4M3, M, K),

@@ -16,6 +16,7 @@
 
 #include <string>
 
+#include "qsgemm/linear.h"
 #include "qsgemm/quant.h"
 #include "qsgemm/tensor.h"
 
@@ -84,94 +85,87 @@ void sparse24_compress(const MatrixView& w, const SparseFp8Weight& out, const Sp
 //   out: bf16 or fp32 [N, K] row-major, ld >= K. Stream-ordered, no sync.
 void sparse24_decompress(const SparseFp8Weight& w, const MatrixView& out, cudaStream_t stream);
 
-// Epilogue and schedule options.
-struct Sparse24LinearOptions {
-  // -1: the heuristic chooses (sparse24_choose_config); otherwise an index into the config table
-  // (sparse24_config(i)); a forced index overrides fast_accum.
-  int config = -1;
+// Epilogue and schedule options. The shared fields (qsgemm/linear.h):
+//   config: -1 (the heuristic chooses) or an index of the config table (sparse24_config(i),
+//     sparse24_config_index(name)); a forced index overrides fast_accum. The decode kernel
+//     ("skinny_m32_splitk") serves M <= 32 only.
+//   workspace: for the stream-K configurations (sparse24_config(i).stream_k), which split K over SMs
+//     that would otherwise idle in a ragged last wave, and for split-K. 16-byte aligned. A stream-K
+//     call zeroes part of it (cudaMemsetAsync on `stream`) before the kernel. Results are
+//     deterministic either way (partial tiles are added in K order). The stream-K configurations
+//     promote partial sums (as fast_accum = false); with a workspace the heuristic may pick them for
+//     fast_accum requests too, where they measured faster.
+//   split_k: for the data-parallel configurations (not stream-K, not the decode kernel): K is cut
+//     into split_k slices of whole 256-wide K tiles, run as split_k batches of the same kernel into
+//     a float32 workspace [split_k][M][N] (scales applied); a second kernel adds the slices in
+//     slice order, adds the bias and rounds once. It fills the SMs that a narrow weight leaves idle
+//     at small M. Deterministic; not bit-identical to the unsplit kernel.
+//       0 (default): the library splits where it measured faster (sparse24_plan), given the
+//         workspace the plan needs; 1: never; 2..16: forced: needs K % (256 * split_k) == 0, a
+//         data-parallel configuration (forced, or chosen among them) and a workspace of
+//         split_k * M * N * 4 bytes; otherwise kInvalidArgument.
+struct Sparse24Options : LinearOptions {
   // false (default): partial sums are promoted to float32 every 256 of K, the accuracy the tests
-  // hold to (rel. error <= 2e-3 bf16 / 5e-4 fp32 output at K up to 28672).
-  // true: FP8 fast accumulation in the tensor core over the whole K — faster, with the larger
-  // error measured in docs/performance.md. Opt-in only.
+  // hold to. true: FP8 fast accumulation in the tensor core over the whole K — faster, with the
+  // larger error measured in docs/performance.md. Opt-in only.
   bool fast_accum = false;
-  // Optional device workspace for the stream-K configurations (sparse24_config(i).stream_k), which
-  // split K over SMs that would otherwise idle in a ragged last wave (up to 1.3x faster on some
-  // layers, docs/performance.md), and for split-K (split_k below). Size:
-  // sparse24_linear_workspace_bytes(); 16-byte aligned. With workspace_bytes below that size (or no
-  // workspace) the heuristic picks among the configurations that need none, and a forced stream-K
-  // configuration or split is an error. A stream-K call zeroes part of it (cudaMemsetAsync on
-  // `stream`) before the kernel; do not share one workspace between calls that may run
-  // concurrently. Results are deterministic either way (partial tiles are added in K order).
-  // The stream-K configurations promote partial sums (as fast_accum = false); with a workspace the
-  // heuristic may pick them for fast_accum requests too, where they measured faster.
-  void* workspace = nullptr;
-  size_t workspace_bytes = 0;
-  // Split-K for the data-parallel configurations (not stream-K, not the decode kernel): K is cut
-  // into split_k slices of whole 256-wide K tiles, run as split_k batches of the same kernel into a
-  // float32 workspace [split_k][M][N] (scales applied); a second kernel adds the slices in slice
-  // order, adds the bias and rounds once. It fills the SMs that a narrow weight leaves idle at small
-  // M (the 1280-row tensor-parallel qkv shard gives 20 tiles of 64 rows on 132 SMs). Deterministic;
-  // not bit-identical to the unsplit kernel (the float32 sums are grouped differently).
-  //   0 (default): the library splits where it measured faster (sparse24_plan), when the workspace
-  //     holds sparse24_linear_workspace_bytes(); with none, or a smaller one, no split.
-  //   1: never split.
-  //   2..16: always split this many ways: needs K % (256 * split_k) == 0, a data-parallel
-  //     configuration (forced by options.config or chosen among them), and a workspace of at least
-  //     split_k * M * N * 4 bytes; otherwise kInvalidArgument.
-  int split_k = 0;
 };
 
-// What sparse24_linear runs for a problem when the caller gives a large enough workspace: the
-// configuration (options.config, or the heuristic's choice with stream-K allowed) and the number of
-// K slices (1: no split). options.workspace is not looked at. Pure host arithmetic (sm_count 0: the
-// current device's). Throws kInvalidArgument for a bad shape or option (as sparse24_linear would).
-struct Sparse24Plan {
-  int config = -1;
-  int split_k = 1;
-};
-Sparse24Plan sparse24_plan(int64_t M, int64_t N, int64_t K, const Sparse24LinearOptions& options, int sm_count = 0);
-
-// Bytes of workspace sparse24_linear needs to run Y[M,N] = X[M,K]·Wᵀ with `options` on a GPU with
-// `sm_count` SMs (0: the current device's) as sparse24_plan says: split_k · M · N · 4 for a split,
-// what CUTLASS's stream-K scheduler needs for a stream-K configuration, 0 otherwise. Host arithmetic
-// only; the size depends on M, N, K and the SM count, not on dtypes or pointers. Throws
-// kInvalidArgument for a bad shape or option.
-size_t sparse24_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, const Sparse24LinearOptions& options,
+// The plan (qsgemm/linear.h) sparse24_linear runs for Y[M,N] = X[M,K]·Wᵀ with `options` given a
+// workspace of at least plan.workspace_bytes: the configuration (options.config, or the heuristic's
+// choice with stream-K allowed), the K slices and the workspace (split_k · M · N · 4 for a split,
+// CUTLASS's stream-K workspace for a stream-K configuration, 0 otherwise; 0 for M = 0).
+// options.workspace is not looked at. Host arithmetic on a GPU with `sm_count` SMs (0: the current
+// device's; kUnsupported when there is none). Throws kInvalidArgument for a bad shape or option, as
+// sparse24_linear would.
+LinearPlan sparse24_plan(int64_t M, int64_t N, int64_t K, const Sparse24Options& options, int sm_count = 0);
+// sparse24_plan(...).workspace_bytes.
+size_t sparse24_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, const Sparse24Options& options,
                                        int sm_count = 0);
 
 // Y = (s_x ⊙ X) · (s_w ⊙ W)ᵀ + bias.
 //   x:       e4m3 [M, K] row-major, ld >= K, ld % 16 == 0, base 16-byte aligned. K == w.K.
 //   x_scale: float32 device, granularity kPerRow ([M]) or kPerTensor ([1]).
 //   w:       a compressed weight (sparse24_compress).
-//   bias:    optional (empty view = none), [N], dtype fp32 or the output dtype, 16-byte aligned.
-//   y:       bf16, fp16 or fp32 [M, N] row-major written, ld >= N, 16-byte aligned base and rows.
-//   options: see Sparse24LinearOptions; a workspace is optional (stream-K configurations and split-K).
+//   bias:    optional: size 0 = none; otherwise [N] (size N, non-null data), dtype fp32 or the
+//            output dtype, base 16-byte aligned (the same rule as blockwise_linear's bias).
+//   y:       bf16, fp16 or fp32 [M, N] row-major written, ld >= N, 16-byte aligned base and rows. y may
+//            not overlap x, w (values, meta, scales), x_scale, bias or the workspace (nor the
+//            workspace the inputs); kInvalidArgument.
+//   options: see Sparse24Options; a workspace is optional (stream-K configurations and split-K).
+// M, N, K <= 2^30. Runs on the device of `stream` (its SM count picks the plan).
 // M = 0 is a no-op. Accumulation is float32 with partial sums promoted every 4 sparse MMAs (256 of
 // K) unless options.fast_accum; see docs/performance.md for the measured error of both. (The
 // decode kernel, sparse24_config(i).skinny, sums fp16 products in float32 in either mode.)
 void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const SparseFp8Weight& w,
-                     const VectorView& bias, const MatrixView& y, const Sparse24LinearOptions& options,
+                     const VectorView& bias, const MatrixView& y, const Sparse24Options& options,
                      cudaStream_t stream);
 
-// ---- configurations (one table, src/kernels/sm90/sparse24/sm90_sparse24_configs.h) -------------
+// ---- configurations (one table: src/kernels/sm90/sparse24/sm90_sparse24_configs.h) ------------
 struct Sparse24Config {
   int tile_m, tile_n, tile_k;  // kernel tile: m = weight rows, n = tokens
   int cluster_m, cluster_n;
   bool cooperative;            // cooperative (2 consumer warpgroups on one tile) or ping-pong
   bool fast_accum;             // FP8 fast accumulation (no float32 promotion in the K loop)
-  bool stream_k;               // CUTLASS's stream-K scheduler: needs Sparse24LinearOptions::workspace
+  bool stream_k;               // CUTLASS's stream-K scheduler: needs Sparse24Options::workspace
   // Not CUTLASS: the split-K decode kernel ("skinny_m32_splitk") for M <= 32 tokens (forcing it
   // for a larger M is kInvalidArgument). The weight is the sparse operand of mma.sync in 16-row
   // tiles (tile_m), the tokens n8 tiles up to tile_n = 32, K split over warps and a thread-block
   // cluster chosen per call (cluster_m/n read 1); fp16 products summed in float32, no workspace.
   bool skinny = false;
-  std::string name() const;    // e.g. "128x128x256_c1x2_coop", "64x32x256_c1x1_pingpong_fastaccum",
-                               // "128x32x256_c1x1_coop_streamk", "skinny_m32_splitk"
+  // The row's name in the table (sparse24_config_index finds it): e.g. "128x128x256_c1x2_coop",
+  // "64x32x256_c1x1_pingpong_fastaccum", "128x32x256_c1x1_coop_streamk", "skinny_m32_splitk".
+  std::string name() const;
 };
 int sparse24_num_configs();
+// kInvalidArgument for an index outside [0, sparse24_num_configs()).
 Sparse24Config sparse24_config(int index);
-// Pure heuristic: the configuration index for a problem on a device with `sm_count` SMs; stream_k:
-// whether the stream-K configurations may be chosen (the caller has a workspace for them).
+// The index of the configuration named `name` (Sparse24Config::name()); kInvalidArgument naming the
+// name and listing the valid ones otherwise. Indices shift when rows are added: prefer names.
+int sparse24_config_index(const std::string& name);
+// Pure heuristic: the configuration index for a problem on a device with `sm_count` SMs (> 0;
+// kInvalidArgument otherwise); stream_k: whether the stream-K configurations may be chosen (the
+// caller has a workspace for them).
 int sparse24_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, bool fast_accum = false,
                            bool stream_k = false);
 

@@ -54,7 +54,9 @@ struct VectorView {
   VectorView(void* d, DType t, int64_t n) : data(d), dtype(t), size(n) {}
   VectorView(const void* d, DType t, int64_t n) : VectorView(const_cast<void*>(d), t, n) {}
   VectorView(std::nullptr_t, DType t, int64_t n) : VectorView(static_cast<void*>(nullptr), t, n) {}
-  bool empty() const { return data == nullptr; }
+  // No elements: an optional vector (a bias) that is absent. A null pointer with size > 0 is not
+  // empty: it is an error where a vector is read.
+  bool empty() const { return size == 0; }
 };
 
 }  // namespace qsgemm

@@ -29,7 +29,7 @@ struct LinearCase {
                     static_cast<float*>(addr(0x50000)), false};
   VectorView bias{};
   MatrixView y{addr(0x60000), DType::kBF16, 16, 256};
-  Sparse24LinearOptions opt{};
+  Sparse24Options opt{};
   void run() const { sparse24_linear(x, sx, w, bias, y, opt, nullptr); }
 };
 
@@ -369,7 +369,6 @@ TEST(Sparse24Heuristic, SkinnyDecodeWhereItWon) {
   EXPECT_EQ(s.T, 2);
   EXPECT_EQ(s.row_ctas, 13);
   EXPECT_EQ(s.C, 2);
-  EXPECT_EQ(kernels::sparse24_skinny_shape(1, 8192, 8192, 0).C, 1);  // sm_count <= 0: 132
 }
 
 // The workspace query: host arithmetic (no GPU here), > 0 exactly where the choice is stream-K.
@@ -401,9 +400,9 @@ TEST(Sparse24Heuristic, SplitK) {
             }
           }
   // The plan: the split 64x32 tile in place of the decode kernel on the shard, either mode.
-  Sparse24LinearOptions o;
+  Sparse24Options o;
   for (int64_t M : {1, 8, 16}) {
-    const Sparse24Plan p = sparse24_plan(M, 1280, 8192, o, 132);
+    const LinearPlan p = sparse24_plan(M, 1280, 8192, o, 132);
     EXPECT_EQ(p.config, 0);
     EXPECT_EQ(p.split_k, 4);
     EXPECT_EQ(sparse24_linear_workspace_bytes(M, 1280, 8192, o, 132), 4u * M * 1280 * 4);
@@ -422,7 +421,7 @@ TEST(Sparse24Heuristic, SplitK) {
 }
 
 TEST(Sparse24Validation, WorkspaceBytesAndStreamKNeedsAWorkspace) {
-  Sparse24LinearOptions o;
+  Sparse24Options o;
   EXPECT_GT(sparse24_linear_workspace_bytes(1, 10240, 8192, o, 132), 0u);
   EXPECT_GT(sparse24_linear_workspace_bytes(128, 57344, 8192, o, 132), 0u);
   EXPECT_EQ(sparse24_linear_workspace_bytes(1, 4096, 4096, o, 132), 0u);
@@ -483,11 +482,11 @@ TEST(Sparse24Validation, SplitK) {
   c.opt.workspace = addr(0x600000);
   if (!device_info().supports_kernels()) expect_error([&] { c.run(); }, Status::kUnsupported, "sm_90a");
   // The workspace size and the plan apply the same rules.
-  Sparse24LinearOptions o;
+  Sparse24Options o;
   o.config = 0;
   o.split_k = 2;
   EXPECT_EQ(sparse24_linear_workspace_bytes(16, 256, 512, o, 132), 2u * 16 * 256 * 4);
-  const Sparse24Plan p = sparse24_plan(16, 256, 512, o, 132);
+  const LinearPlan p = sparse24_plan(16, 256, 512, o, 132);
   EXPECT_EQ(p.config, 0);
   EXPECT_EQ(p.split_k, 2);
   o.split_k = 3;
@@ -498,7 +497,7 @@ TEST(Sparse24Validation, SplitK) {
   o.split_k = 17;
   expect_error([&] { sparse24_plan(16, 256, 512, o, 132); }, Status::kInvalidArgument, "split_k=17 must be",
                "options.split_k");
-  o = Sparse24LinearOptions{};
+  o = Sparse24Options{};
   expect_error([&] { sparse24_plan(-1, 256, 512, o, 132); }, Status::kInvalidArgument, "sparse24_plan: M=-1", "M");
   expect_error([&] { sparse24_plan(1, 250, 512, o, 132); }, Status::kInvalidArgument, "N=250", "N");
   // A forced split with the heuristic's choice: among the data-parallel configurations only (at

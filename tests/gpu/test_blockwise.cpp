@@ -364,7 +364,7 @@ TEST_F(BlockwiseGpu, EveryConfigForced) {
             blockwise_linear(x, ScaleView{reinterpret_cast<const float*>(0x2000), gx, 0},
                              MatrixView(reinterpret_cast<void*>(0x3000), DType::kE4M3, N, K),
                              ScaleView{reinterpret_cast<const float*>(0x4000), gw, 0}, VectorView{},
-                             MatrixView(reinterpret_cast<void*>(0x5000), DType::kBF16, M, N), BlockwiseOptions{config},
+                             MatrixView(reinterpret_cast<void*>(0x5000), DType::kBF16, M, N), [&] { BlockwiseOptions o; o.config = config; return o; }(),
                              stream_);
             ADD_FAILURE() << "config " << config << " accepted x_scale " << granularity_name(gx) << " with w_scale "
                           << granularity_name(gw);

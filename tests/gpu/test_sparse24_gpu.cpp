@@ -185,7 +185,7 @@ struct LinearSpec {
   // Pass a workspace of sparse24_linear_workspace_bytes() (poisoned), as an engine would, so that the
   // heuristic may choose a stream-K configuration; a forced stream-K configuration needs it.
   bool workspace = true;
-  int split_k = 0;  // Sparse24LinearOptions::split_k
+  int split_k = 0;  // Sparse24Options::split_k
 };
 
 // Runs one sparse24_linear case and checks every element against the float64 reference.
@@ -227,7 +227,7 @@ void check_linear(const Weight& w, const LinearSpec& s, std::mt19937& rng) {
   const int esize = dtype_size(s.out);
   DeviceBuffer<uint8_t> y(M * ldy * esize);
   y.poison();
-  Sparse24LinearOptions opt;
+  Sparse24Options opt;
   opt.config = s.config;
   opt.fast_accum = s.fast_accum;
   opt.split_k = s.split_k;
@@ -235,7 +235,7 @@ void check_linear(const Weight& w, const LinearSpec& s, std::mt19937& rng) {
   if (s.workspace) {
     size_t bytes = 0;
     ASSERT_NO_THROW(bytes = sparse24_linear_workspace_bytes(M, N, K, opt));
-    const Sparse24Plan plan = sparse24_plan(M, N, K, opt);
+    const LinearPlan plan = sparse24_plan(M, N, K, opt);
     if (s.split_k >= 2) EXPECT_EQ(plan.split_k, s.split_k);
     if (plan.split_k > 1) EXPECT_EQ(bytes, static_cast<size_t>(plan.split_k * M * N * 4));
     if (s.config >= 0) EXPECT_EQ(bytes > 0, (sparse24_config(s.config).stream_k || plan.split_k > 1) && M > 0);
@@ -426,7 +426,7 @@ TEST(Sparse24Gpu, LinearWideTokenTileByHeuristic) {
   check_linear(w, f32, rng);
 }
 
-// Split-K (Sparse24LinearOptions::split_k), forced: every data-parallel configuration with 2, 3 and
+// Split-K (Sparse24Options::split_k), forced: every data-parallel configuration with 2, 3 and
 // 6 slices of a 6-tile K on a weight off the 64- and 128-row tile edges (392 rows), token counts off
 // the token tiles, into a NaN-poisoned workspace; then every output dtype with both bias dtypes,
 // per-tensor scales (activations and weight) and padded leading dimensions.
@@ -470,7 +470,7 @@ TEST(Sparse24Gpu, LinearSplitKByHeuristic) {
   Weight w;
   make_weight(w, 1280, 8192, rng);
   for (int64_t M : {1, 16, 64}) {
-    const Sparse24Plan plan = sparse24_plan(M, 1280, 8192, Sparse24LinearOptions{});
+    const LinearPlan plan = sparse24_plan(M, 1280, 8192, Sparse24Options{});
     ASSERT_GT(plan.split_k, 1) << "M=" << M;
     check_linear(w, LinearSpec{M, DType::kBF16, DType::kBF16}, rng);
     check_linear(w, LinearSpec{M, DType::kF32, DType::kF32}, rng);
@@ -488,7 +488,7 @@ TEST(Sparse24Gpu, LinearLargeK) {
   Weight w;
   make_weight(w, 64, 28672, rng);
   for (int64_t M : {1, 16, 200}) {
-    ASSERT_EQ(sparse24_plan(M, 64, 28672, Sparse24LinearOptions{}).split_k, 4) << "M=" << M;
+    ASSERT_EQ(sparse24_plan(M, 64, 28672, Sparse24Options{}).split_k, 4) << "M=" << M;
     for (bool ws : {true, false}) {
       LinearSpec spec{M, DType::kBF16};
       spec.workspace = ws;

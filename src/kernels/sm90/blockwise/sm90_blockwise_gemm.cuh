@@ -20,7 +20,7 @@
 //    the last K tile acc = (acc · sx[m]) · sw[n]. The epilogue is then the blockwise one. Against
 //    scales applied in the epilogue (a column and a row broadcast) this measured 0.84-0.98x the
 //    time at K <= 2048 and within the run-to-run spread at K = 4096-8192
-//    (bench/results/h200/ab_perrow_mainloop_scales.txt; the 64x128 ping-pong tile is 8-17 % slower with it at M >= 2048 with long K, where the heuristic
+//    (bench/results/h200/tuning/ab_perrow_mainloop_scales.txt; the 64x128 ping-pong tile is 8-17 % slower with it at M >= 2048 with long K, where the heuristic
 //    does not take that tile, and even or faster at M <= 128 where it does).
 //  * Per-row scales on the 128x192 tile (CUTLASS's mainloop, whose registers leave no room for a
 //    second partial): one mainloop scale per tile that is always 1 (a device constant read with
@@ -29,13 +29,13 @@
 //    (sw[n]). The plain FP8 mainloop (MainloopSm90TmaGmmaWarpSpecializedFP8 with
 //    mma_promotion_interval = 4) computes the same sums but measured slower on the H200 (M =
 //    128-4096, five layers: 3 % geomean on the 128x128 tile, 9 % on the 64-row ping-pong tile;
-//    bench/results/h200/tune_perrow_mainloop.txt); per-channel scales inside the blockwise
+//    bench/results/h200/tuning/tune_perrow_mainloop.txt); per-channel scales inside the blockwise
 //    mainloop (granularity 1 along N) applied at every promotion cost a multiply per accumulator
 //    per promotion and measured slower still.
 //  * Epilogue: D = acc (+ bias). Calls without a bias run kernels without bias nodes (a row
 //    broadcast stages its vector in shared memory behind a barrier in every tile, even for a null
 //    pointer): 0.84-0.97x the time at K <= 2048 and 0.94-0.99x at K = 4096-8192 on the 128x128
-//    tiles (bench/results/h200/ab_nobias.txt); one kernel keeps them, see
+//    tiles (bench/results/h200/tuning/ab_nobias.txt); one kernel keeps them, see
 //    blockwise_group_pair_keeps_bias_nodes.
 //
 // Scale layouts. The mainloop describes a scale tensor as the CuTe layout
@@ -73,7 +73,7 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
 #include "kernels/sm90/blockwise/sm90_blockwise_two_partials.cuh"
-#include "kernels/sm90/cutlass_smem.cuh"
+#include "kernels/sm90/common/cutlass_smem.cuh"
 #include "validate.h"
 
 namespace qsgemm::kernels::sm90_blockwise {

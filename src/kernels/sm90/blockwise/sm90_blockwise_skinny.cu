@@ -35,9 +35,10 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "blockwise_heuristic.h"
 #include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
 #include "kernels/sm90/quant/fp8_common.cuh"  // to_float
-#include "kernels/sm90/skinny_common.cuh"
+#include "kernels/sm90/common/skinny_common.cuh"
 #include "per_device_once.h"
 #include "validate.h"
 
@@ -48,16 +49,16 @@ using namespace skinny;  // cp_async_*, e4m3x4_to_f16x2x2, to_out, reduce_and_st
 
 constexpr int kGroup = 128;     // K group of the scales
 constexpr int kMaxWarps = kSkinnyMaxWarps;  // warps per CTA (all split K); small CTAs fill the last wave finely
-constexpr int kMaxCluster = 8;  // portable cluster size
-constexpr int kMinGroupsPerWarp = 6;  // K groups a warp keeps at least when K is split over a cluster
 
 // Per token-tile count T: m16 tiles per warp (MT), ring stages (S) and the CTAs an SM holds (the
 // ring is the limit). X's bytes per group are T/(2·MT) of W's; a stage holds 16·(4·MT + 2·T) bytes
 // per thread. W in flight per SM: (S-1) groups x 2·MT KB x warps.
-template <int T> struct Tiling;
-template <> struct Tiling<1> { static constexpr int MT = 1, S = 4, kCtasPerSm = 4; };  // 48 KB per CTA
-template <> struct Tiling<2> { static constexpr int MT = 2, S = 4, kCtasPerSm = 2; };  // 96 KB per CTA
-template <> struct Tiling<4> { static constexpr int MT = 2, S = 3, kCtasPerSm = 2; };  // 96 KB per CTA
+// (The numbers are in blockwise_skinny_tiling, src/blockwise_heuristic.h, which sizes the grid.)
+template <int T>
+struct Tiling {
+  static constexpr int MT = blockwise_skinny_tiling(T).MT, S = blockwise_skinny_tiling(T).S,
+                       kCtasPerSm = blockwise_skinny_tiling(T).ctas_per_sm;
+};
 template <int T>
 constexpr int kVecs = 4 * Tiling<T>::MT + 2 * T;  // 16-byte vectors per thread per stage
 template <int T>
@@ -356,29 +357,6 @@ int granularity_code(ScaleGranularity g) {
 }
 
 }  // namespace
-
-SkinnyShape skinny_shape(int M, int N, int K, int sm_count, int cluster) {
-  SkinnyShape s;
-  s.T = M <= 8 ? 1 : M <= 16 ? 2 : 4;
-  const int mt = s.T == 1 ? Tiling<1>::MT : s.T == 2 ? Tiling<2>::MT : Tiling<4>::MT;
-  const int per_sm = s.T == 1 ? Tiling<1>::kCtasPerSm : s.T == 2 ? Tiling<2>::kCtasPerSm : Tiling<4>::kCtasPerSm;
-  const int kb = (K + kGroup - 1) / kGroup;
-  s.R = mt;  // m16 tiles per warp
-  s.KW = std::max(1, std::min(kMaxWarps, kb));
-  s.row_ctas = (N + 16 * mt - 1) / (16 * mt);
-  // Cluster size: split K over a cluster only to put CTAs on SMs that would otherwise hold none,
-  // never into a second wave, and only while every warp keeps at least 6 K groups. A CTA has a
-  // fixed cost (filling its copy ring, the reduction, the cluster barriers) worth several groups:
-  // a cost model of waves x groups per warp that ignored it chose clusters of 4-8 with 2 groups a
-  // warp and ran up to 5.8x slower than C = 1 (l3-70b.gate_up at M = 32: 1301 against 226 us).
-  // Measured on the H200 over the 14 benchmark layers x M = 1, 8, 16, 32 with C = 1, 2, 4, 8
-  // (bench/results/h200/tune_skinny.jsonl): this rule picks the fastest C or one within 2.3 %.
-  const int64_t slots = static_cast<int64_t>(sm_count > 0 ? sm_count : 132) * per_sm;
-  for (int c = 2; c <= kMaxCluster; c *= 2)
-    if (static_cast<int64_t>(s.row_ctas) * c <= slots && kb >= kMinGroupsPerWarp * kMaxWarps * c) s.C = c;
-  if (cluster > 0) s.C = cluster;
-  return s;
-}
 
 void run_blockwise_skinny(const BlockwiseGemmArgs& a, cudaStream_t stream) {
   if (a.M > kSkinnyMaxM)

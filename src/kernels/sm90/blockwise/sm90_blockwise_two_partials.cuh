@@ -22,12 +22,12 @@
 // is committed alone and waited past (wait_group 1 then means "the previous tile is done"), and
 // the previous tile's promotion is split into one chunk after each of this tile's MMAs, instead
 // of all four MMAs first and the whole promotion after. Nsight Compute on 4096x8192x8192
-// (bench/results/h200/ncu_promotion.txt): the 1x128 x 128x128 kernel spent 32 % of its warp
+// (bench/results/h200/tuning/ncu_promotion.txt): the 1x128 x 128x128 kernel spent 32 % of its warp
 // samples on the promotion FFMAs (dispatch stalls; the per-row kernel's FADDs 25 %) and 22 % on
 // the first MMA of a batch, waiting for room in the tensor pipe, with the pipe 81.5 % busy (87.2 %
 // per-row); a warp group that would wait there now promotes meanwhile. Same operations in the same
 // order on the same registers, so the same output bits. Same-run A/B against the plain order
-// (bench/results/h200/ab_interleave.txt): 1x128 x 128x128 on the 128x128 tile 0.97-0.98x the
+// (bench/results/h200/tuning/ab_interleave.txt): 1x128 x 128x128 on the 128x128 tile 0.97-0.98x the
 // time at K = 7168-16384, 1.01-1.05x at K = 512-1536 (hence the threshold; at K = 4096 even);
 // per-row 0.97-0.99x at long K and even at short K; the ping-pong tile, whose warp groups take
 // turns on the tensor pipe, lost with it at small M (1.05-1.08x per-row), so it keeps the plain order.
@@ -40,7 +40,7 @@
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
 #include "cutlass/gemm/collective/collective_builder.hpp"
-#include "kernels/sm90/consumer_cursor.cuh"
+#include "kernels/sm90/common/consumer_cursor.cuh"
 
 namespace qsgemm::kernels::sm90_blockwise {
 
@@ -51,7 +51,7 @@ inline constexpr int kInterleaveMinKTiles = 32;
 // themselves, read by the base's scale loader with granularity 1 along M and N and a K stride of 0
 // (so every stage holds the tile's sx and sw). Each K tile is promoted as acc += P (no scale; what
 // cuBLASLt's row-wise kernel executes: one FADD per accumulator per 128 of K, Nsight Compute,
-// bench/results/h200/ncu_large_m.txt), and after the last one the accumulators are scaled once,
+// bench/results/h200/tuning/ncu_large_m.txt), and after the last one the accumulators are scaled once,
 // acc = (acc · sx[m]) · sw[n], from the last stage's copy of the scales (not yet released). The
 // epilogue then needs no scale vectors: it is the blockwise one (D = acc, + bias), and in
 // particular it has no column or row broadcast, whose global loads it would wait for in every tile.

@@ -1,63 +1,99 @@
-// The one table of 2:4 sparse FP8 kernel configurations (the heuristic that picks one lives in
-// src/sparse24_heuristic.h, so that retuning it does not recompile the kernels).
+// The one table of 2:4 sparse FP8 kernel configurations: the public API (sparse24_config,
+// sparse24_config_index), the heuristic (src/sparse24_heuristic.cpp) and the explicit
+// instantiations (sm90_sparse24_gemm_*.cu) all read it. Host-only: no CUTLASS, no device code.
 //
 // Kernel coordinates: the weight is the sparse A operand, so the kernel's M is the weight's N
 // (output channels) and the kernel's N is the token count M. Every configuration keeps
 // tile_k >= 128 so that one compressed weight serves all of them (docs/formats.md §4.3).
 //
-// To add a configuration: append a row to one of the tables below (a new row of the first table
-// grows five ~10 GB translation units: prefer the wide table, which has units of its own); the
-// instantiations in sm90_sparse24_gemm_<out>.cu (sm90_sparse24_gemm_wide_*.cu,
-// sm90_sparse24_gemm_streamk_*.cu) are generated from the same X-macros, and the indices of later
-// tables shift.
+// To add a configuration: append a row and choose its translation-unit group (`unit`). A new kMain
+// row grows five ~10 GB translation units (sm90_sparse24_gemm_out_*.cu): prefer kWide, whose units
+// (sm90_sparse24_gemm_wide_*.cu) hold one row each. Indices of later rows shift: refer to rows by
+// name (sparse24_config_index, sparse24_row below), not by index.
 #pragma once
 
 #include <cstdint>
 
-// X(index, tile_m, tile_n, tile_k, cluster_m, cluster_n, cooperative, fast_accum, two_partials)
-// fast_accum = false: the FP8 mainloop promotes partial sums to float32 every 4 MMAs (256 of K);
-// fast_accum = true: the tensor core accumulates the whole K (faster; error in docs/performance.md).
-// two_partials (promoted accumulation only): our mainloop (sm90_sparse24_two_partials.cuh), which
-// keeps two partial tiles in flight instead of waiting for every K tile's MMAs; same output bits.
-// Measured on the H200 against CUTLASS's mainloop, same run (bench/results/h200/
-// tune_sparse_two_partials.txt, 12 layers): 64x32 1.02-1.22x at M <= 32; 64x64 1.0-1.25x at M = 64;
-// 64x128 1.0-1.25x at M = 128; 128x128 1x2 1.03-1.09x from M = 256; stream-K 128x128 0.98-1.02x
-// at M = 128 and 1.02-1.09x at M >= 4096; stream-K 128x32 0.97-1.06x at M <= 64. Not on the
-// 128x192 tile (three of its accumulator tiles need 288 registers).
-#define QSGEMM_SPARSE24_CONFIGS(X)             \
-  X(0, 64, 32, 256, 1, 1, false, false, true)   \
-  X(1, 64, 64, 256, 1, 1, false, false, true)   \
-  X(2, 64, 128, 256, 1, 1, false, false, true)  \
-  X(3, 128, 128, 256, 1, 2, true, false, true)  \
-  X(4, 64, 32, 256, 1, 1, false, true, false)   \
-  X(5, 64, 64, 256, 1, 1, false, true, false)   \
-  X(6, 64, 128, 256, 1, 1, false, true, false)  \
-  X(7, 128, 128, 256, 1, 2, true, true, false)  \
-  X(8, 128, 256, 128, 1, 2, true, true, false)
-
-// More data-parallel configurations, kept in translation units of their own (sm90_sparse24_gemm_wide_*.cu)
-// so that the units of the table above do not grow (each peaks at ~10 GB in cicc, docs/build.md).
-// Same columns. 9: 128x192 with promoted accumulation: 192 token columns keep the accumulators and
-// their promoted copy at 192 registers a thread (128x256 would need 256); from 8192 tokens
-// (src/sparse24_heuristic.h).
-#define QSGEMM_SPARSE24_WIDE_CONFIGS(X)        \
-  X(9, 128, 192, 256, 1, 1, true, false, false)
-
-// Stream-K configurations (indices follow the tables above): cooperative tiles on CUTLASS's stream-K
-// tile scheduler with its heuristic decomposition (data-parallel waves plus K split over the SMs a
-// partial last wave would leave idle) and its deterministic reduction (the partial tiles are added
-// in K order, so the result does not depend on timing). They need a caller workspace
-// (Sparse24LinearOptions::workspace); promoted accumulation (fast_accum = false). Same columns.
-#define QSGEMM_SPARSE24_STREAMK_CONFIGS(X)     \
-  X(10, 128, 32, 256, 1, 1, true, false, true)  \
-  X(11, 128, 128, 256, 1, 1, true, false, true)
-
 namespace qsgemm::kernels {
 
-inline constexpr int kSparse24FirstWide = 9;      // QSGEMM_SPARSE24_WIDE_CONFIGS from here on
-inline constexpr int kSparse24FirstStreamK = 10;  // QSGEMM_SPARSE24_STREAMK_CONFIGS from here on
-// After the CUTLASS tables, configuration 12 is the split-K decode kernel (not CUTLASS, not in the
-// tables above: kSparse24SkinnyConfig in sparse24_skinny.h); src/sparse24.cpp runs it directly.
-inline constexpr int kSparse24NumConfigs = 13;
+// Which group of translation units instantiates a row (the grouping keeps each unit's compiler peak
+// at ~10 GB, docs/build.md).
+enum class Sparse24Unit : uint8_t {
+  kMain,     // sm90_sparse24_gemm_out_<out>_bias_<bias>.cu: data-parallel CUTLASS tiles
+  kWide,     // sm90_sparse24_gemm_wide_*.cu: more data-parallel tiles, in units of their own
+  kStreamK,  // sm90_sparse24_gemm_streamk_*.cu: CUTLASS's stream-K scheduler (needs a workspace)
+  kSkinny,   // not CUTLASS: the split-K decode kernel (sm90_sparse24_skinny.cu)
+};
+
+struct Sparse24ConfigRow {
+  const char* name;            // the public name (sparse24_config(i).name(), the CLI's --configs)
+  int tile_m, tile_n, tile_k;  // kernel tile: m = weight rows, n = tokens
+  int cluster_m, cluster_n;
+  bool cooperative;            // two consumer warpgroups on one tile, or ping-pong
+  // false: the FP8 mainloop promotes partial sums to float32 every 4 MMAs (256 of K); true: the
+  // tensor core accumulates the whole K (faster; error in docs/performance.md).
+  bool fast_accum;
+  // Promoted accumulation only: our mainloop (sm90_sparse24_two_partials.cuh), which keeps two
+  // partial tiles in flight instead of waiting for every K tile's MMAs; same output bits. Not on the
+  // 128x192 tile (three of its accumulator tiles need 288 registers).
+  bool two_partials;
+  Sparse24Unit unit;
+
+  constexpr bool stream_k() const { return unit == Sparse24Unit::kStreamK; }
+  constexpr bool skinny() const { return unit == Sparse24Unit::kSkinny; }
+  // Split-K runs on the data-parallel CUTLASS tiles only.
+  constexpr bool splittable() const { return unit == Sparse24Unit::kMain || unit == Sparse24Unit::kWide; }
+};
+
+// The names follow <tile_m>x<tile_n>x<tile_k>_c<cluster_m>x<cluster_n>_<coop|pingpong>[_fastaccum]
+// [_streamk] (tests/cpu/test_sparse24_heuristic.cpp checks it). Why two partials where it is on:
+// bench/results/h200/tuning/tune_sparse_two_partials.txt.
+inline constexpr Sparse24ConfigRow kSparse24Configs[] = {
+    // promoted accumulation, smallest token tile first
+    {"64x32x256_c1x1_pingpong", 64, 32, 256, 1, 1, false, false, true, Sparse24Unit::kMain},
+    {"64x64x256_c1x1_pingpong", 64, 64, 256, 1, 1, false, false, true, Sparse24Unit::kMain},
+    {"64x128x256_c1x1_pingpong", 64, 128, 256, 1, 1, false, false, true, Sparse24Unit::kMain},
+    {"128x128x256_c1x2_coop", 128, 128, 256, 1, 2, true, false, true, Sparse24Unit::kMain},
+    // fast accumulation
+    {"64x32x256_c1x1_pingpong_fastaccum", 64, 32, 256, 1, 1, false, true, false, Sparse24Unit::kMain},
+    {"64x64x256_c1x1_pingpong_fastaccum", 64, 64, 256, 1, 1, false, true, false, Sparse24Unit::kMain},
+    {"64x128x256_c1x1_pingpong_fastaccum", 64, 128, 256, 1, 1, false, true, false, Sparse24Unit::kMain},
+    {"128x128x256_c1x2_coop_fastaccum", 128, 128, 256, 1, 2, true, true, false, Sparse24Unit::kMain},
+    {"128x256x128_c1x2_coop_fastaccum", 128, 256, 128, 1, 2, true, true, false, Sparse24Unit::kMain},
+    // 128x192, promoted: 192 token columns keep the accumulators and their promoted copy at 192
+    // registers a thread (128x256 would need 256).
+    {"128x192x256_c1x1_coop", 128, 192, 256, 1, 1, true, false, false, Sparse24Unit::kWide},
+    // Stream-K: cooperative tiles on CUTLASS's stream-K scheduler with its heuristic decomposition
+    // and deterministic reduction (partial tiles added in K order). Need a caller workspace.
+    {"128x32x256_c1x1_coop_streamk", 128, 32, 256, 1, 1, true, false, true, Sparse24Unit::kStreamK},
+    {"128x128x256_c1x1_coop_streamk", 128, 128, 256, 1, 1, true, false, true, Sparse24Unit::kStreamK},
+    // The split-K decode kernel: 16 weight rows per warp (tile_m), up to 32 tokens (tile_n),
+    // 128-wide K panels (tile_k); its cluster is chosen per call (sparse24_skinny_shape).
+    {"skinny_m32_splitk", 16, 32, 128, 1, 1, false, false, false, Sparse24Unit::kSkinny},
+};
+inline constexpr int kSparse24NumConfigs = static_cast<int>(sizeof(kSparse24Configs) / sizeof(kSparse24Configs[0]));
+
+namespace sparse24_table_detail {
+constexpr bool same(const char* a, const char* b) {
+  while (*a != 0 && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+}  // namespace sparse24_table_detail
+
+// The index of the row named `name`, or -1. constexpr: `static_assert(sparse24_row("...") >= 0)`.
+constexpr int sparse24_row(const char* name) {
+  for (int i = 0; i < kSparse24NumConfigs; ++i)
+    if (sparse24_table_detail::same(kSparse24Configs[i].name, name)) return i;
+  return -1;
+}
+// A row by name that must exist (a compile error otherwise, when used in a constant expression).
+constexpr int sparse24_named(const char* name) {
+  const int i = sparse24_row(name);
+  return i >= 0 ? i : throw "no sparse24 configuration of that name";
+}
+
+// The decode kernel's row and the largest token count it serves (four n8 token tiles).
+inline constexpr int kSparse24SkinnyConfig = sparse24_named("skinny_m32_splitk");
+inline constexpr int kSparse24SkinnyMaxM = kSparse24Configs[kSparse24SkinnyConfig].tile_n;
 
 }  // namespace qsgemm::kernels

@@ -52,9 +52,14 @@ struct Run {
   cudaStream_t stream;
   template <class Out, class Bias>
   void operator()() const {
-    if (config >= kSparse24FirstStreamK) return run_sparse24_streamk_config<Out, Bias>(a, config, stream);
-    if (config >= kSparse24FirstWide) return run_sparse24_wide_config<Out, Bias>(a, config, stream);
-    run_sparse24_config<Out, Bias>(a, config, stream);
+    switch (kSparse24Configs[config].unit) {
+      case Sparse24Unit::kStreamK: return run_sparse24_streamk_config<Out, Bias>(a, config, stream);
+      case Sparse24Unit::kWide: return run_sparse24_wide_config<Out, Bias>(a, config, stream);
+      case Sparse24Unit::kMain: return run_sparse24_config<Out, Bias>(a, config, stream);
+      case Sparse24Unit::kSkinny: break;
+    }
+    detail::fail("sparse24_linear", Status::kInternal, "config",
+                 detail::cat("configuration ", config, " is not a CUTLASS configuration"));
   }
 };
 struct WorkspaceBytes {
@@ -67,11 +72,13 @@ struct WorkspaceBytes {
 }  // namespace
 
 void run_sparse24_gemm(const Sparse24GemmArgs& a, int config, cudaStream_t stream) {
+  if (config < 0 || config >= kSparse24NumConfigs)
+    detail::fail("sparse24_linear", Status::kInternal, "config", detail::cat("no configuration ", config));
   with_dtypes(a, Run{a, config, stream});
 }
 
 size_t sparse24_gemm_workspace_bytes(const Sparse24GemmArgs& a, int config) {
-  if (config < kSparse24FirstStreamK) return 0;
+  if (config < 0 || config >= kSparse24NumConfigs || !kSparse24Configs[config].stream_k()) return 0;
   return with_dtypes(a, WorkspaceBytes{a, config});
 }
 

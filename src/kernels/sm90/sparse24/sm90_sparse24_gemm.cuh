@@ -10,6 +10,8 @@
 // the broadcasts take a run-time stride flag, so one kernel serves both (no extra instantiation).
 #pragma once
 
+#include <utility>
+
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
 #include "cutlass/epilogue/collective/collective_builder.hpp"
@@ -21,7 +23,7 @@
 #include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
 #include "kernels/sm90/sparse24/sparse24_launch.h"
 #include "kernels/sm90/sparse24/sm90_sparse24_two_partials.cuh"
-#include "kernels/sm90/cutlass_smem.cuh"
+#include "kernels/sm90/common/cutlass_smem.cuh"
 #include "validate.h"
 
 namespace qsgemm::kernels {
@@ -132,7 +134,7 @@ struct Sm90Sparse24Gemm {
     args.epilogue.dD = cute::make_stride(cute::_1{}, static_cast<int64_t>(a.ldy),
                                          S > 1 ? static_cast<int64_t>(a.ldy) * a.m_tok : int64_t(0));
     args.epilogue.dC = args.epilogue.dD;
-    args.hw_info.device_id = 0;
+    args.hw_info.device_id = a.device;
     args.hw_info.sm_count = a.sm_count;
     args.scheduler.max_swizzle_size = a.swizzle;
     args.scheduler.raster_order = static_cast<cutlass::gemm::kernel::detail::RasterOrderOptions>(a.raster);
@@ -157,7 +159,7 @@ struct Sm90Sparse24Gemm {
     check.mainloop.layout_a = SparseConfig::fill_layoutA(args.problem_shape);
     const cutlass::Status can = Gemm::can_implement(check);
     if (can != cutlass::Status::kSuccess)
-      detail::fail(fn, Status::kInvalidArgument, "",
+      detail::fail(fn, Status::kUnsupported, "",
                    detail::cat("CUTLASS can_implement refused M=", a.m_tok, " N=", a.n_out, " K=", a.k, " ldx=", a.ldx,
                                " ldy=", a.ldy, ": ", cutlassGetStatusString(can)));
     // Stream-K: the caller's workspace (src/sparse24.cpp checked its size and alignment); CUTLASS
@@ -172,7 +174,7 @@ struct Sm90Sparse24Gemm {
         detail::fail(fn, Status::kCudaError, "", detail::cat("stream-K workspace set-up failed: ", cutlassGetStatusString(ws)));
     }
 
-    detail::set_cutlass_smem_limit_once<GemmKernel>(fn, detail::current_device());
+    detail::set_cutlass_smem_limit_once<GemmKernel>(fn, a.device);
 
     typename GemmKernel::Params params = GemmKernel::to_underlying_arguments(args, StreamK ? a.workspace : nullptr);
     const cutlass::Status st = Gemm::run(params, stream);
@@ -182,50 +184,74 @@ struct Sm90Sparse24Gemm {
   }
 };
 
-// Explicit-instantiation helpers: one .cu per output dtype includes this header and expands the
-// config table for its dtype (sm90_sparse24_gemm_<out>.cu).
+// Explicit-instantiation helpers, driven by the config table (sm90_sparse24_configs.h): each
+// translation unit instantiates the rows of one Sparse24Unit for one output / bias dtype pair.
 template <class ElementOut, class ElementBias>
 void run_sparse24_config(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
 
-// The wide table's instantiations for one dtype pair (sm90_sparse24_gemm_wide_*.cu).
-#define QSGEMM_SPARSE24_WIDE_INSTANCE(Out, Bias)                                                                 \
-  template <>                                                                                                    \
-  void run_sparse24_wide_config<Out, Bias>(const Sparse24GemmArgs& a, int config, cudaStream_t stream) {         \
-    using OutT = Out;                                                                                            \
-    using BiasT = Bias;                                                                                          \
-    switch (config) {                                                                                            \
-      QSGEMM_SPARSE24_WIDE_CONFIGS(QSGEMM_SPARSE24_WIDE_RUN_CASE)                                                \
-      default: detail::fail("sparse24_linear", Status::kInvalidArgument, "config", detail::cat("no configuration ", config)); \
-    }                                                                                                            \
-  }
-#define QSGEMM_SPARSE24_WIDE_RUN_CASE(i, tm, tn, tk, cm, cn, coop, fast, two_partials) \
-  case i: Sm90Sparse24Gemm<tm, tn, tk, cm, cn, coop, fast, OutT, BiasT, false, two_partials>::run(a, stream); return;
+// Row I of kSparse24Configs as a kernel type.
+template <int I, class Out, class Bias>
+using Sparse24RowGemm =
+    Sm90Sparse24Gemm<kSparse24Configs[I].tile_m, kSparse24Configs[I].tile_n, kSparse24Configs[I].tile_k,
+                     kSparse24Configs[I].cluster_m, kSparse24Configs[I].cluster_n, kSparse24Configs[I].cooperative,
+                     kSparse24Configs[I].fast_accum, Out, Bias, kSparse24Configs[I].unit == Sparse24Unit::kStreamK,
+                     kSparse24Configs[I].two_partials>;
 
-// The stream-K table's instantiations for one dtype pair (sm90_sparse24_gemm_streamk_*.cu).
-#define QSGEMM_SPARSE24_STREAMK_INSTANCE(Out, Bias)                                                              \
-  template <>                                                                                                    \
-  void run_sparse24_streamk_config<Out, Bias>(const Sparse24GemmArgs& a, int config, cudaStream_t stream) {      \
-    using OutT = Out;                                                                                            \
-    using BiasT = Bias;                                                                                          \
-    switch (config) {                                                                                            \
-      QSGEMM_SPARSE24_STREAMK_CONFIGS(QSGEMM_SPARSE24_STREAMK_RUN_CASE)                                          \
-      default: detail::fail("sparse24_linear", Status::kInvalidArgument, "config", detail::cat("no stream-K configuration ", config)); \
-    }                                                                                                            \
-  }                                                                                                              \
-  template <>                                                                                                    \
-  size_t sparse24_streamk_workspace_bytes<Out, Bias>(const Sparse24GemmArgs& a, int config) {                    \
-    using OutT = Out;                                                                                            \
-    using BiasT = Bias;                                                                                          \
-    switch (config) {                                                                                            \
-      QSGEMM_SPARSE24_STREAMK_CONFIGS(QSGEMM_SPARSE24_STREAMK_WS_CASE)                                           \
-      default: return 0;                                                                                         \
-    }                                                                                                            \
+// Runs row I when it belongs to unit U (and instantiates it only then); false otherwise.
+template <Sparse24Unit U, int I, class Out, class Bias>
+bool run_sparse24_row_of_unit(const Sparse24GemmArgs& a, cudaStream_t stream) {
+  if constexpr (kSparse24Configs[I].unit == U) {
+    Sparse24RowGemm<I, Out, Bias>::run(a, stream);
+    return true;
+  } else {
+    return false;
   }
-#define QSGEMM_SPARSE24_STREAMK_GEMM(tm, tn, tk, cm, cn, coop, fast, two_partials) \
-  Sm90Sparse24Gemm<tm, tn, tk, cm, cn, coop, fast, OutT, BiasT, true, two_partials>
-#define QSGEMM_SPARSE24_STREAMK_RUN_CASE(i, tm, tn, tk, cm, cn, coop, fast, two_partials) \
-  case i: QSGEMM_SPARSE24_STREAMK_GEMM(tm, tn, tk, cm, cn, coop, fast, two_partials)::run(a, stream); return;
-#define QSGEMM_SPARSE24_STREAMK_WS_CASE(i, tm, tn, tk, cm, cn, coop, fast, two_partials) \
-  case i: return QSGEMM_SPARSE24_STREAMK_GEMM(tm, tn, tk, cm, cn, coop, fast, two_partials)::workspace_bytes(a);
+}
+template <Sparse24Unit U, class Out, class Bias, int... I>
+void run_sparse24_unit(const Sparse24GemmArgs& a, int config, cudaStream_t stream, std::integer_sequence<int, I...>) {
+  const bool ran = ((config == I && run_sparse24_row_of_unit<U, I, Out, Bias>(a, stream)) || ...);
+  if (!ran)
+    detail::fail("sparse24_linear", Status::kInternal, "config",
+                 detail::cat("configuration ", config, " is not instantiated in this unit"));
+}
+// Every row of unit U for one dtype pair: the body of run_sparse24_config / _wide_config /
+// _streamk_config in the sm90_sparse24_gemm_*.cu units.
+template <Sparse24Unit U, class Out, class Bias>
+void run_sparse24_unit(const Sparse24GemmArgs& a, int config, cudaStream_t stream) {
+  run_sparse24_unit<U, Out, Bias>(a, config, stream, std::make_integer_sequence<int, kSparse24NumConfigs>{});
+}
+
+// The stream-K rows' workspace sizes for one dtype pair (host arithmetic).
+template <int I, class Out, class Bias>
+size_t sparse24_row_workspace_bytes(const Sparse24GemmArgs& a) {
+  if constexpr (kSparse24Configs[I].unit == Sparse24Unit::kStreamK) return Sparse24RowGemm<I, Out, Bias>::workspace_bytes(a);
+  else return 0;
+}
+template <class Out, class Bias, int... I>
+size_t sparse24_unit_workspace_bytes(const Sparse24GemmArgs& a, int config, std::integer_sequence<int, I...>) {
+  size_t bytes = 0;
+  ((config == I ? (bytes = sparse24_row_workspace_bytes<I, Out, Bias>(a), true) : false) || ...);
+  return bytes;
+}
+template <class Out, class Bias>
+size_t sparse24_streamk_unit_workspace_bytes(const Sparse24GemmArgs& a, int config) {
+  return sparse24_unit_workspace_bytes<Out, Bias>(a, config, std::make_integer_sequence<int, kSparse24NumConfigs>{});
+}
+
+// The wide and stream-K units' explicit specializations for one dtype pair.
+#define QSGEMM_SPARSE24_WIDE_INSTANCE(Out, Bias)                                                      \
+  template <>                                                                                         \
+  void run_sparse24_wide_config<Out, Bias>(const Sparse24GemmArgs& a, int config, cudaStream_t stream) { \
+    run_sparse24_unit<Sparse24Unit::kWide, Out, Bias>(a, config, stream);                             \
+  }
+#define QSGEMM_SPARSE24_STREAMK_INSTANCE(Out, Bias)                                                       \
+  template <>                                                                                             \
+  void run_sparse24_streamk_config<Out, Bias>(const Sparse24GemmArgs& a, int config, cudaStream_t stream) { \
+    run_sparse24_unit<Sparse24Unit::kStreamK, Out, Bias>(a, config, stream);                              \
+  }                                                                                                       \
+  template <>                                                                                             \
+  size_t sparse24_streamk_workspace_bytes<Out, Bias>(const Sparse24GemmArgs& a, int config) {             \
+    return sparse24_streamk_unit_workspace_bytes<Out, Bias>(a, config);                                   \
+  }
 
 }  // namespace qsgemm::kernels

@@ -1,4 +1,4 @@
-// Explicit instantiation of the stream-K configurations (QSGEMM_SPARSE24_STREAMK_CONFIGS) for the
+// Explicit instantiation of the stream-K configurations (the kStreamK rows of sm90_sparse24_configs.h) for the
 // fp16 outputs (bias fp16 or f32) and the fp32 output. Kept apart from the 9-configuration translation units so that no
 // unit's compile grows (each of those peaks at ~10 GB in cicc, docs/build.md).
 #include "kernels/sm90/sparse24/sm90_sparse24_configs.h"

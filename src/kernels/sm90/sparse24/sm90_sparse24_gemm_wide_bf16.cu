@@ -1,4 +1,4 @@
-// Explicit instantiation of the wide table (QSGEMM_SPARSE24_WIDE_CONFIGS) for the bf16 output (bias bf16
+// Explicit instantiation of the wide table (the kWide rows of sm90_sparse24_configs.h) for the bf16 output (bias bf16
 // or fp32). Kept apart from the 9-configuration translation units so that no unit's compile grows
 // (each of those peaks at ~10 GB in cicc, docs/build.md).
 #include "kernels/sm90/sparse24/sm90_sparse24_configs.h"

@@ -1,4 +1,4 @@
-// Explicit instantiation of the wide table (QSGEMM_SPARSE24_WIDE_CONFIGS) for the fp16 outputs (bias
+// Explicit instantiation of the wide table (the kWide rows of sm90_sparse24_configs.h) for the fp16 outputs (bias
 // fp16 or fp32) and the fp32 output. Kept apart from the 9-configuration translation units so that
 // no unit's compile grows (each of those peaks at ~10 GB in cicc, docs/build.md).
 #include "kernels/sm90/sparse24/sm90_sparse24_configs.h"

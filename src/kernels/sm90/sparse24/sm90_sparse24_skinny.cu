@@ -52,7 +52,7 @@
 #include <cstdint>
 
 #include "kernels/sm90/quant/fp8_common.cuh"  // to_float
-#include "kernels/sm90/skinny_common.cuh"
+#include "kernels/sm90/common/skinny_common.cuh"
 #include "kernels/sm90/sparse24/sparse24_skinny.h"
 #include "per_device_once.h"
 #include "qsgemm/formats.h"
@@ -63,11 +63,9 @@ namespace {
 
 using namespace skinny;  // cp_async_*, e4m3x4_to_f16x2x2, to_out, reduce_and_store, launch_split_k
 
-constexpr int kPanel = 128;           // logical K of one metadata panel (docs/formats.md §4.3)
-constexpr int kPanelValueBytes = 64;  // value bytes of one row in one panel
-constexpr int kMaxWarps = 4;          // warps per CTA, each a K split
-constexpr int kMaxCluster = 8;        // portable cluster size
-constexpr int kMinPanelsPerWarp = 4;  // panels a warp keeps at least when K is split over a cluster
+constexpr int kPanel = kSparse24SkinnyPanel;  // logical K of one metadata panel (docs/formats.md §4.3)
+constexpr int kPanelValueBytes = 64;          // value bytes of one row in one panel
+constexpr int kMaxWarps = kSparse24SkinnyMaxWarps;  // warps per CTA, each a K split
 
 // A stage holds 16·(4·MT + 2·T) bytes per thread: the values and the metadata panel rows of 2·MT
 // weight rows and two X segments per token tile.
@@ -310,44 +308,22 @@ __global__ void __launch_bounds__(kMaxWarps * 32) sparse24_skinny(const SkinnyPa
 }
 
 template <int T, int MT, class OutT>
-void launch(const SkinnyParams& p, int row_ctas, int C, cudaStream_t stream) {
+void launch(const SkinnyParams& p, int row_ctas, int C, int device, cudaStream_t stream) {
   static detail::PerDeviceOnce once;  // kernel attributes are per device
-  launch_split_k(sparse24_skinny<T, MT, OutT>, p, once, detail::current_device(), row_ctas, C, p.KW, kSmemBytes<T, MT>,
+  launch_split_k(sparse24_skinny<T, MT, OutT>, p, once, device, row_ctas, C, p.KW, kSmemBytes<T, MT>,
                  stream, "sparse24_linear", "cudaLaunchKernelEx(skinny sparse kernel)");
 }
 
 template <class OutT>
-void launch_for_tokens(const SkinnyParams& p, const Sparse24SkinnyShape& s, cudaStream_t stream) {
+void launch_for_tokens(const SkinnyParams& p, const Sparse24SkinnyShape& s, int device, cudaStream_t stream) {
   switch (s.T) {
-    case 1: return launch<1, 1, OutT>(p, s.row_ctas, s.C, stream);
-    case 2: return launch<2, 1, OutT>(p, s.row_ctas, s.C, stream);
-    default: return launch<4, 1, OutT>(p, s.row_ctas, s.C, stream);
+    case 1: return launch<1, 1, OutT>(p, s.row_ctas, s.C, device, stream);
+    case 2: return launch<2, 1, OutT>(p, s.row_ctas, s.C, device, stream);
+    default: return launch<4, 1, OutT>(p, s.row_ctas, s.C, device, stream);
   }
 }
 
 }  // namespace
-
-Sparse24SkinnyShape sparse24_skinny_shape(int64_t m_tok, int64_t n_out, int64_t k, int sm_count) {
-  Sparse24SkinnyShape s;
-  s.T = m_tok <= 8 ? 1 : m_tok <= 16 ? 2 : 4;
-  const int64_t kp = (k + kPanel - 1) / kPanel;
-  const int64_t sms = sm_count > 0 ? sm_count : 132;
-  s.KW = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(kMaxWarps, kp)));
-  // 16 rows per warp (MT = 1, the only one instantiated): at M <= 8, where the heuristic takes this
-  // kernel, 32 (MT = 2) measured slower on every layer it serves (8192x1024: 8.5 against 7.7 us at
-  // M = 1).
-  s.MT = 1;
-  s.row_ctas = static_cast<int>((n_out + 16 * s.MT - 1) / (16 * s.MT));
-  // Cluster size: the smallest that gives every SM a CTA (row_ctas x C >= SMs), up to 8, while every
-  // warp keeps at least kMinPanelsPerWarp panels. Measured: 1280x8192 (80 row CTAs) fastest at C = 2
-  // (10.1-10.2 us; 10.7 at C = 1, 10.3 at 4, 14.8 at 8); 4096x4096 (256) at C = 1 (10.1; 12.3 at C = 2).
-  for (int c = 1; c <= kMaxCluster; c *= 2) {
-    if (c > 1 && kp < static_cast<int64_t>(kMinPanelsPerWarp) * s.KW * c) break;
-    s.C = c;
-    if (static_cast<int64_t>(s.row_ctas) * c >= sms) break;
-  }
-  return s;
-}
 
 void run_sparse24_skinny(const Sparse24GemmArgs& a, cudaStream_t stream) {
   if (a.m_tok > kSparse24SkinnyMaxM)
@@ -374,9 +350,9 @@ void run_sparse24_skinny(const Sparse24GemmArgs& a, cudaStream_t stream) {
   p.ldy = a.ldy;
   p.KW = s.KW;
   switch (a.y_dtype) {
-    case DType::kBF16: launch_for_tokens<__nv_bfloat16>(p, s, stream); break;
-    case DType::kF16: launch_for_tokens<__half>(p, s, stream); break;
-    case DType::kF32: launch_for_tokens<float>(p, s, stream); break;
+    case DType::kBF16: launch_for_tokens<__nv_bfloat16>(p, s, a.device, stream); break;
+    case DType::kF16: launch_for_tokens<__half>(p, s, a.device, stream); break;
+    case DType::kF32: launch_for_tokens<float>(p, s, a.device, stream); break;
     default:
       detail::fail("sparse24_linear", Status::kInternal, "y", detail::cat("no kernel for output dtype ", dtype_name(a.y_dtype)));
   }

@@ -10,7 +10,7 @@
 // tile k-1 is promoted while tile k runs. Same float32 sums in the same order (acc = 0, then
 // acc += P_k), so the output is bit-identical to the single-partial mainloop's: checked on the H200
 // on every element of 100 problems (5 tiles, M = 1 ... 4096, partial tiles in M and N, 1 to 112 K
-// tiles; bench/results/h200/tune_sparse_two_partials.txt), where it ran up to 1.25x faster than
+// tiles; bench/results/h200/tuning/tune_sparse_two_partials.txt), where it ran up to 1.25x faster than
 // CUTLASS's mainloop in the M range where the heuristic picks each tile.
 //
 // The metadata registers are double-buffered too (each batch keeps reading its own until it
@@ -27,7 +27,7 @@
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
 #include "cutlass/gemm/collective/collective_builder.hpp"
-#include "kernels/sm90/consumer_cursor.cuh"
+#include "kernels/sm90/common/consumer_cursor.cuh"
 
 namespace qsgemm::kernels {
 

@@ -21,7 +21,8 @@ struct Sparse24GemmArgs {
   const float* x_scale = nullptr;  bool x_scale_scalar = false;
   const void* bias = nullptr;      DType bias_dtype = DType::kF32;  // null: no bias
   void* y = nullptr;  DType y_dtype = DType::kBF16;  int64_t ldy = 0;
-  int sm_count = 0;
+  int device = 0;    // the stream's device (CUTLASS's hw_info.device_id, per-device kernel attributes)
+  int sm_count = 0;  // its SM count (> 0)
   int swizzle = 1, raster = 0;  // CUTLASS's tile order (tile_order.h)
   // Stream-K configurations only: device memory of at least sparse24_gemm_workspace_bytes() bytes
   // (16-byte aligned) and its size; null and 0 for the others.
@@ -29,22 +30,22 @@ struct Sparse24GemmArgs {
   size_t workspace_bytes = 0;
   // Split-K (data-parallel configurations only): > 1 runs the GEMM as `splits` batches over K slices
   // of K / splits (whole 256-wide K tiles: K % (256 * splits) == 0) into y = float32
-  // [splits][m_tok][ldy], scaled and unbiased; run_splitk_reduce (kernels/sm90/splitk/splitk_reduce.h)
+  // [splits][m_tok][ldy], scaled and unbiased; run_splitk_reduce (kernels/sm90/common/splitk_reduce.h)
   // then writes the real output. src/sparse24.cpp sets it up.
   int splits = 1;
 };
 
-// Runs configuration `config` (an index of QSGEMM_SPARSE24_CONFIGS). Throws qsgemm::Error when
+// Runs CUTLASS configuration `config` (a row of kSparse24Configs, not the decode kernel). Throws qsgemm::Error when
 // CUTLASS refuses the problem (can_implement) or the launch fails.
 void run_sparse24_gemm(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
 // The workspace configuration `config` needs for the problem in `a` (host arithmetic only: no device
 // call; a.sm_count must be set): 0 for the configurations without stream-K.
 size_t sparse24_gemm_workspace_bytes(const Sparse24GemmArgs& a, int config);
-// The wide table's configurations (QSGEMM_SPARSE24_WIDE_CONFIGS), one instantiation per output / bias
+// The kWide rows, one instantiation per output / bias
 // dtype pair (sm90_sparse24_gemm_wide_*.cu); run_sparse24_gemm dispatches to them.
 template <class ElementOut, class ElementBias>
 void run_sparse24_wide_config(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
-// The stream-K configurations, one instantiation per output / bias dtype pair
+// The kStreamK rows, one instantiation per output / bias dtype pair
 // (sm90_sparse24_gemm_streamk_*.cu); run_sparse24_gemm and sparse24_gemm_workspace_bytes dispatch to them.
 template <class ElementOut, class ElementBias>
 void run_sparse24_streamk_config(const Sparse24GemmArgs& a, int config, cudaStream_t stream);

@@ -7,23 +7,15 @@
 
 #include <cstdint>
 
+#include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
 #include "kernels/sm90/sparse24/sparse24_launch.h"
+#include "sparse24_heuristic.h"
 
 namespace qsgemm::kernels {
 
-// Its configuration index follows the CUTLASS tables (sm90_sparse24_configs.h).
-inline constexpr int kSparse24SkinnyConfig = 12;
-// The largest token count it serves (four n8 token tiles).
-inline constexpr int kSparse24SkinnyMaxM = 32;
-
-// How the kernel covers a problem: T token tiles of 8 (M <= 8T); CTAs of KW warps, each a K split
-// over 128-wide panels of K, on 16·MT weight rows; row_ctas CTAs along N; clusters of C CTAs along K
-// (reduced through distributed shared memory, no workspace).
-struct Sparse24SkinnyShape {
-  int T = 1, MT = 1, KW = 1, row_ctas = 1, C = 1;
-};
-// Pure: how the kernel covers a problem on a GPU with sm_count SMs (<= 0: 132).
-Sparse24SkinnyShape sparse24_skinny_shape(int64_t m_tok, int64_t n_out, int64_t k, int sm_count);
+// Its row of the config table (kSparse24SkinnyConfig, kSparse24SkinnyMaxM) is in
+// sm90_sparse24_configs.h; how it covers a problem (Sparse24SkinnyShape, sparse24_skinny_shape) is
+// host arithmetic in src/sparse24_heuristic.h.
 
 // Runs the skinny kernel on a (a.m_tok <= kSparse24SkinnyMaxM; a.workspace is not used). Throws
 // qsgemm::Error when the launch fails.

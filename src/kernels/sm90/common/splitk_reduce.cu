@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/sm90/splitk/splitk_reduce.h"
+#include "kernels/sm90/common/splitk_reduce.h"
 #include "validate.h"
 
 namespace qsgemm::kernels {

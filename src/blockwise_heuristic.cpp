@@ -1,0 +1,133 @@
+// The blockwise FP8 heuristic (src/blockwise_heuristic.h): pure host arithmetic.
+#include "blockwise_heuristic.h"
+
+#include <algorithm>
+
+#include "qsgemm/formats.h"
+
+namespace qsgemm::kernels {
+
+bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity gw) {
+  using G = ScaleGranularity;
+  if (config < 0 || config >= kBlockwiseNumConfigs) return false;
+  const BlockwiseConfig& c = kBlockwiseConfigs[config];
+  // Per-token x per-channel: the mainloop with unit scales (or the skinny kernel), any tile.
+  if (gx == G::kPerRow || gw == G::kPerRow) return gx == gw;
+  if (c.per_row_only) return false;
+  if (gx != G::kGroup1x128 && gx != G::kBlock128x128) return false;
+  if (gw != G::kGroup1x128 && gw != G::kBlock128x128) return false;
+  // The skinny kernel reads any scale layout per 16-row warp tile (M <= 32 lies in one 128-row block).
+  if (c.schedule == BlockwiseSchedule::kSkinny) return true;
+  // CUTLASS needs whole scale blocks per tile (tile % granularity == 0).
+  if (gx == G::kBlock128x128 && c.tile_m % kScaleGroupK != 0) return false;
+  if (gw == G::kBlock128x128 && c.tile_n % kScaleGroupK != 0) return false;
+  return true;
+}
+
+int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
+  using namespace blockwise_detail;
+  const int64_t sms = sm_count;
+  const int64_t n_tiles = ceil_div(N, 128);
+  // Decode sizes: the skinny kernel wins at M <= 8 with K >= 1536, at 9..16 tokens with K >= 4096
+  // where the 64-row tile has at most half the SMs' worth of CTAs, at 17..32 only where it leaves
+  // five sixths of them idle. Tiny problems (one or two N tiles) always take it: it sums each group
+  // exactly in float32.
+  if (M <= kSkinnyMaxM && n_tiles <= 2) return kSkinnyConfig;
+  if (M <= 8 && K >= 1536) return kSkinnyConfig;
+  if (M <= 16 && K >= 4096 && n_tiles <= sms / 2) return kSkinnyConfig;
+  if (M <= kSkinnyMaxM && K >= 4096 && n_tiles <= sms / 6) return kSkinnyConfig;
+  if (K <= kBlockwiseShortK) return kNarrow;
+  const int64_t waves_128 = ceil_div(ceil_div(M, 128) * n_tiles, sms);
+  const int64_t waves_64 = ceil_div(ceil_div(M, 64) * n_tiles, sms);
+  // Time per SM in units of one 64-row tile: a 128-row tile is two; a 64-row tile also reloads its
+  // W tile for every 64 rows, which we charge 20%.
+  if (1.2 * static_cast<double>(waves_64) < 2.0 * static_cast<double>(waves_128)) return kNarrow;
+  if (M >= 4096 && (K >= 16384 || N * K >= (int64_t{1} << 28))) return kSquareC1x2;
+  return kSquare;
+}
+
+bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count) {
+  // Measured from M = 256 on; below, the 64x128 tile's partial waves were not compared with it.
+  if (M < 256 || config == kSkinnyConfig || config == kPerRowWideConfig) return false;
+  const int64_t sms = sm_count;
+  const int64_t n_tiles = ceil_div(N, 128);
+  const int64_t waves_64 = ceil_div(ceil_div(M, 64) * n_tiles, sms);
+  const int64_t waves_128 = ceil_div(ceil_div(M, 128) * n_tiles, sms);
+  const int64_t waves_192 = ceil_div(ceil_div(M, 128) * ceil_div(N, 192), sms);
+  const int64_t waste = ceil_div(N, 192) * 192 - N;
+  if (200 * waste > 3 * N) return false;  // more than 1.5 % of N wasted
+  // In tenths of a 64x128 tile: 12 per 64-row wave, 20 per 128x128 wave, 30 per 128x192 wave.
+  const int64_t picked = config == blockwise_detail::kNarrow ? 12 * waves_64 : 20 * waves_128;
+  return 30 * waves_192 < picked;
+}
+
+int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count) {
+  const int config = blockwise_choose_config(M, N, K, sm_count);
+  if (gx == ScaleGranularity::kPerRow && gw == ScaleGranularity::kPerRow && K > kBlockwiseShortK &&
+      blockwise_per_row_wide_tile(M, N, config, sm_count))
+    return kPerRowWideConfig;
+  return blockwise_config_supports(config, gx, gw) ? config : blockwise_detail::kSquare;  // serves every pair
+}
+
+int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranularity gw, int sm_count) {
+  constexpr int64_t kMinGroups = 32;          // K >= 4096
+  constexpr int64_t kMinGroupsPerSlice = 8;
+  if (config < 0 || config >= kBlockwiseNumConfigs || config == kSkinnyConfig) return 1;
+  if (M <= 0 || N <= 0 || K <= 0 || K % kScaleGroupK != 0) return 1;
+  const BlockwiseConfig& c = kBlockwiseConfigs[config];
+  const int64_t reach = gw == ScaleGranularity::kGroup1x128 ? 56 : 28;  // CUTLASS's mainloop: twice
+  if (reach * int64_t{c.tile_m + c.tile_n} < N + M) return 1;
+  const int64_t kb = K / kScaleGroupK;
+  if (kb < kMinGroups) return 1;
+  const int64_t sms = sm_count;
+  const int64_t tiles = ceil_div(M, c.tile_m) * ceil_div(N, c.tile_n);
+  int best = 1;
+  for (int s = 2; s <= kBlockwiseMaxSplitK; ++s)
+    if (kb % s == 0 && kb / s >= kMinGroupsPerSlice && tiles * s <= sms) best = s;
+  return best;
+}
+
+TileOrder blockwise_tile_order(int64_t M, int64_t N) { return M >= 2048 && N >= 4096 ? TileOrder{4, 1} : TileOrder{}; }
+
+BlockwiseChoice blockwise_choose(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int config,
+                                 int split_k, int sm_count, bool with_workspace) {
+  using namespace blockwise_detail;
+  BlockwiseChoice plan;
+  plan.config = config >= 0 ? config : blockwise_choose_config(M, N, K, gx, gw, sm_count);
+  if (split_k >= 1) {  // forced (or none); the caller rejects a forced split of the skinny kernel
+    plan.split_k = plan.config == kSkinnyConfig ? 1 : split_k;
+    return plan;
+  }
+  if (!with_workspace) return plan;
+  if (plan.config != kSkinnyConfig) {
+    plan.split_k = blockwise_split_k(M, N, K, plan.config, gw, sm_count);
+    return plan;
+  }
+  // In place of the skinny kernel at 9..32 tokens (not for one or two tiles of W, which it always
+  // takes): the 64x128 tile split over K where the rule splits it; with x in 128x128 blocks, which
+  // the 64-row tile cannot serve, the split 128x128 tile from 17 tokens.
+  if (config == -1 && M > 8 && ceil_div(N, int64_t{128}) > 2) {
+    const int tile = blockwise_config_supports(kNarrow, gx, gw) ? kNarrow : M > 16 ? kSquare : -1;
+    const int s = tile >= 0 ? blockwise_split_k(M, N, K, tile, gw, sm_count) : 1;
+    if (s > 1) plan = {tile, s};
+  }
+  return plan;
+}
+
+SkinnyShape skinny_shape(int M, int N, int K, int sm_count, int cluster) {
+  SkinnyShape s;
+  s.T = M <= 8 ? 1 : M <= 16 ? 2 : 4;
+  const BlockwiseSkinnyTiling t = blockwise_skinny_tiling(s.T);
+  const int kb = (K + kScaleGroupK - 1) / kScaleGroupK;
+  s.R = t.MT;  // m16 tiles per warp
+  s.KW = std::max(1, std::min(kSkinnyMaxWarps, kb));
+  s.row_ctas = (N + 16 * t.MT - 1) / (16 * t.MT);
+  const int64_t slots = static_cast<int64_t>(sm_count) * t.ctas_per_sm;
+  for (int c = 2; c <= kBlockwiseSkinnyMaxCluster; c *= 2)
+    if (static_cast<int64_t>(s.row_ctas) * c <= slots && kb >= kBlockwiseSkinnyMinGroupsPerWarp * kSkinnyMaxWarps * c)
+      s.C = c;
+  if (cluster > 0) s.C = cluster;
+  return s;
+}
+
+}  // namespace qsgemm::kernels

@@ -1,0 +1,92 @@
+// The pure heuristic of the blockwise FP8 family: problem shape + scale granularities + SM count ->
+// configuration (a row of kBlockwiseConfigs, src/kernels/sm90/blockwise/sm90_blockwise_configs.h),
+// split-K, tile order and the skinny decode kernel's grid. No device calls: every function takes
+// sm_count > 0 explicitly (the entry points resolve it once). Tested in
+// tests/cpu/test_blockwise_heuristic.cpp and test_blockwise_validation.cpp. Tuning data:
+// bench/results/h200/tuning/ (file names below).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
+#include "qsgemm/quant.h"
+#include "tile_order.h"
+
+namespace qsgemm::kernels {
+
+namespace blockwise_detail {
+inline constexpr int kSquare = blockwise_named("128x128x128_c1x1_coop");     // serves every scale pair
+inline constexpr int kNarrow = blockwise_named("64x128x128_c1x1_pingpong");  // not x_scale kBlock128x128
+inline constexpr int kSquareC1x2 = blockwise_named("128x128x128_c1x2_coop");
+}  // namespace blockwise_detail
+
+// Whether configuration `config` is instantiated for the scale granularities (gx, gw) — a valid
+// pair of include/qsgemm/blockwise.h. A 128-row scale block must cover whole tiles along M.
+bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity gw);
+
+// The configuration for Y[M,N] = X[M,K]·W[N,K]ᵀ, before the scale granularities are looked at:
+//  * decode sizes take the split-K skinny kernel where the 64-row tile would leave most SMs idle
+//    (it streams W from every SM; tune_skinny.jsonl, tune_blockwise_decode.jsonl);
+//  * short K (<= 512) the 64x128 ping-pong tile, which hides one warp group's epilogue under the
+//    other's MMAs (tune_blockwise_k512.txt);
+//  * otherwise a wave model: 64-row tiles where 128-row tiles quantize badly onto the SMs, the 1x2
+//    cluster on large weights from M = 4096 (tune_blockwise_two_partials.jsonl), else 128x128.
+int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count);
+// K up to which blockwise_choose_config takes the 64x128 ping-pong tile above the decode sizes.
+inline constexpr int64_t kBlockwiseShortK = 512;
+
+// Per-row scales: whether the 128x192 tile (kPerRowWideConfig) should replace `config`
+// (blockwise_choose_config's pick). A wave model in units of one 64x128 tile (a 64-row wave 1.2, a
+// 128x128 wave 2, a 128x192 wave 3), from M = 256, on weights whose last 192-row tile wastes at most
+// 1.5 % of N. Data: tune_blockwise_two_partials.jsonl (per_row x per_row).
+bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count);
+
+// The public heuristic (blockwise.h's blockwise_choose_config): the pick refined for the scale pair.
+int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count);
+
+// Split-K on the CUTLASS tiles: the number of K slices for `config`, or 1. At small M a narrow
+// weight gives few tiles and each busy SM streams its W tile far below DRAM speed; cutting K into S
+// slices runs tiles x S CTAs. Taken when one CTA per tile is clearly slower than DRAM
+// (28·(tile_m + tile_n) >= N + M, twice that with CUTLASS's slower mainloop for 1x128 weight
+// scales), K >= 4096, at least 8 groups per slice and one wave. Data: tune_blockwise_splitk*.jsonl.
+int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranularity gw, int sm_count);
+
+// CUTLASS's tile order: bands of 4 tiles rastered along M from M = 2048 on weights of at least 4096
+// rows; CUTLASS's default elsewhere, where the swizzle measured slower. Data: tune_tile_order.txt.
+TileOrder blockwise_tile_order(int64_t M, int64_t N);
+
+// The heuristic's part of a plan: the configuration and the number of K slices for the options
+// (config: -1 or forced; split_k: 0 library, 1 none, >= 2 forced). with_workspace: the caller gives
+// a large enough workspace, so the library may split (and at 9..32 tokens take a split CUTLASS
+// tile instead of the skinny kernel, tune_blockwise_splitk.jsonl, tune_blockwise_decode_2d.jsonl);
+// without, never (a forced split is kept: the caller reports the missing workspace).
+struct BlockwiseChoice {
+  int config = 0;
+  int split_k = 1;
+};
+BlockwiseChoice blockwise_choose(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
+                                 int config, int split_k, int sm_count, bool with_workspace);
+
+// ---- the skinny kernel's grid (sm90_blockwise_skinny.cu) ------------------------------------------
+// Per token-tile count T (1, 2 or 4): m16 tiles per warp (MT), ring stages (S) and the CTAs an SM
+// holds (the ring is the limit: 48 KB per CTA at T = 1, 96 KB above).
+struct BlockwiseSkinnyTiling {
+  int MT, S, ctas_per_sm;
+};
+constexpr BlockwiseSkinnyTiling blockwise_skinny_tiling(int T) {
+  return T == 1 ? BlockwiseSkinnyTiling{1, 4, 4} : T == 2 ? BlockwiseSkinnyTiling{2, 4, 2} : BlockwiseSkinnyTiling{2, 3, 2};
+}
+inline constexpr int kBlockwiseSkinnyMaxCluster = 8;        // portable cluster size
+inline constexpr int kBlockwiseSkinnyMinGroupsPerWarp = 6;  // K groups a warp keeps when K is split over a cluster
+// T token tiles of 8 (M <= 8T); CTAs of KW warps (each a K split) over 16·R rows of W (R m16 tiles
+// per warp); row_ctas CTAs along N; clusters of C CTAs along K (reduced through distributed shared
+// memory).
+struct SkinnyShape {
+  int T = 1, R = 1, KW = 1, row_ctas = 1, C = 1;
+};
+// The cluster splits K only to put CTAs on SMs that would otherwise hold none, never into a second
+// wave, and while every warp keeps at least 6 K groups (a CTA's fixed cost is worth several groups).
+// Data: tune_skinny.jsonl. cluster > 0 forces C (the caller checks C x KW <= ceil(K/128)).
+SkinnyShape skinny_shape(int M, int N, int K, int sm_count, int cluster = 0);
+
+}  // namespace qsgemm::kernels

@@ -1,0 +1,135 @@
+// The 2:4 sparse FP8 heuristic (src/sparse24_heuristic.h): pure host arithmetic.
+#include "sparse24_heuristic.h"
+
+#include <algorithm>
+
+namespace qsgemm::kernels {
+
+bool sparse24_wide_token_tile(int64_t M_tokens) {
+  const int64_t waste = (M_tokens + 191) / 192 * 192 - M_tokens;
+  return M_tokens >= 8192 && 200 * waste <= 3 * M_tokens;
+}
+
+bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count) {
+  const int64_t sms = sm_count;
+  const int64_t tiles192 = ((N_out + 127) / 128) * ((M_tokens + 191) / 192);
+  return M_tokens >= 2048 && N_out < 2048 && 2 * tiles192 >= sms;
+}
+
+int sparse24_heuristic_stream_k(int64_t M_tokens, int64_t N_out, int sm_count) {
+  using namespace sparse24_detail;
+  const int64_t sms = sm_count;
+  const int64_t rows64 = (N_out + 63) / 64;
+  const auto last_wave_at_most_half = [&](int64_t tiles) { return tiles % sms != 0 && tiles % sms <= sms / 2; };
+  if (M_tokens <= 32 && rows64 >= sms && last_wave_at_most_half(rows64)) return kStreamK128x32;
+  if (M_tokens <= 8 && rows64 >= 4 * sms) return kStreamK128x32;
+  if (M_tokens > 64 && M_tokens <= 128 && rows64 >= sms) return kStreamK128x128;
+  const int64_t tiles128 = ((N_out + 127) / 128) * ((M_tokens + 127) / 128);
+  if (M_tokens > 128 && M_tokens <= 256 && tiles128 >= sms && 2 * tiles128 <= 3 * sms) return kStreamK128x128;
+  if (M_tokens >= 2048 && tiles128 < 4 * sms && last_wave_at_most_half(tiles128)) return kStreamK128x128;
+  return -1;
+}
+
+bool sparse24_skinny_decode(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count) {
+  const int64_t sms = sm_count;
+  return M_tokens <= 8 && (N_out + 63) / 64 < sms && N_out * K <= (int64_t{1} << 24);
+}
+
+int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count, bool fast_accum, bool stream_k) {
+  using sparse24_detail::Tile;
+  if (sparse24_skinny_decode(M_tokens, N_out, K, sm_count)) return kSparse24SkinnyConfig;
+  if (!fast_accum && sparse24_narrow_wide_tile(M_tokens, N_out, sm_count)) return sparse24_detail::kWide.index;
+  if (stream_k) {
+    const int c = sparse24_heuristic_stream_k(M_tokens, N_out, sm_count);
+    if (c >= 0) return c;
+  }
+  const int64_t sms = sm_count;
+  auto tiles = [&](const Tile& t) { return ((N_out + t.tile_m - 1) / t.tile_m) * ((M_tokens + t.tile_n - 1) / t.tile_n); };
+  // The wide tile where it won, if it leaves at least half as many tiles as SMs (as below).
+  if (!fast_accum && sparse24_wide_token_tile(M_tokens) && 2 * tiles(sparse24_detail::kWide) >= sms)
+    return sparse24_detail::kWide.index;
+  const Tile* family = fast_accum ? sparse24_detail::kFast : sparse24_detail::kDefault;
+  int i;  // by tokens
+  if (M_tokens <= 32) i = 0;
+  else if (M_tokens <= 64) i = 1;
+  else if (M_tokens <= 128) i = 2;
+  else if (!fast_accum || M_tokens <= 256) i = 3;
+  else i = 4;
+  // by weight rows: at least half as many tiles as SMs
+  while (i > 0 && 2 * tiles(family[i]) < sms) --i;
+  return family[i].index;
+}
+
+int sparse24_split_k(int64_t M_tokens, int64_t N_out, int64_t K, int tile_m, int tile_n, int sm_count) {
+  const int64_t sms = sm_count;
+  const int64_t tiles = ((N_out + tile_m - 1) / tile_m) * ((M_tokens + tile_n - 1) / tile_n);
+  if (K % kSparse24SplitTileK != 0 || 3 * tiles > sms) return 1;
+  const int64_t k_tiles = K / kSparse24SplitTileK;
+  for (int s : {4, 2})
+    if (k_tiles % s == 0 && K / s >= 2048 && tiles * s <= sms) return s;
+  return 1;
+}
+
+TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out) {
+  return M_tokens >= 4096 && N_out >= 2048 ? TileOrder{4, 1} : TileOrder{};
+}
+
+namespace {
+
+// The 64x32 tile of the accumulation mode: what the heuristic takes at M <= 32 when it does not take
+// the decode kernel.
+int narrow_tile(bool fast_accum) {
+  return (fast_accum ? sparse24_detail::kFast : sparse24_detail::kDefault)[0].index;
+}
+
+// The library's split of `config` (split_k = 0, with a workspace): the rule of sparse24_split_k for
+// a data-parallel configuration; where the heuristic took the decode kernel, the split 64x32 tile
+// when the rule splits it (it measured faster on the 1280-row shard, tune_sparse24_splitk.jsonl).
+Sparse24Choice library_split(int64_t M, int64_t N, int64_t K, int config, bool fast_accum, int sm_count) {
+  const Sparse24ConfigRow& c = kSparse24Configs[config];
+  if (c.splittable()) return {config, sparse24_split_k(M, N, K, c.tile_m, c.tile_n, sm_count)};
+  if (c.skinny()) {
+    const int alt = narrow_tile(fast_accum);
+    const Sparse24ConfigRow& r = kSparse24Configs[alt];
+    const int s = sparse24_split_k(M, N, K, r.tile_m, r.tile_n, sm_count);
+    if (s > 1) return {alt, s};
+  }
+  return {config, 1};
+}
+
+}  // namespace
+
+Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int split_k, bool fast_accum, int sm_count,
+                               bool with_workspace) {
+  Sparse24Choice p;
+  // Stream-K only with a workspace, and not under a forced split.
+  p.config = config >= 0 ? config : sparse24_heuristic(M, N, K, sm_count, fast_accum, with_workspace && split_k < 2);
+  if (split_k >= 2) {
+    // Where the heuristic took the decode kernel: the 64x32 tile it would take otherwise.
+    if (config < 0 && kSparse24Configs[p.config].skinny()) p.config = narrow_tile(fast_accum);
+    if (kSparse24Configs[p.config].splittable()) p.split_k = split_k;
+    return p;
+  }
+  if (!with_workspace || split_k == 1 || (config >= 0 && !kSparse24Configs[p.config].splittable())) return p;
+  return library_split(M, N, K, p.config, fast_accum, sm_count);
+}
+
+Sparse24SkinnyShape sparse24_skinny_shape(int64_t m_tok, int64_t n_out, int64_t k, int sm_count) {
+  Sparse24SkinnyShape s;
+  s.T = m_tok <= 8 ? 1 : m_tok <= 16 ? 2 : 4;
+  const int64_t kp = (k + kSparse24SkinnyPanel - 1) / kSparse24SkinnyPanel;
+  const int64_t sms = sm_count;
+  s.KW = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(kSparse24SkinnyMaxWarps, kp)));
+  // 16 rows per warp (MT = 1, the only one instantiated): 32 (MT = 2) measured slower on every layer
+  // the heuristic gives this kernel.
+  s.MT = 1;
+  s.row_ctas = static_cast<int>((n_out + 16 * s.MT - 1) / (16 * s.MT));
+  for (int c = 1; c <= kSparse24SkinnyMaxCluster; c *= 2) {
+    if (c > 1 && kp < static_cast<int64_t>(kSparse24SkinnyMinPanelsPerWarp) * s.KW * c) break;
+    s.C = c;
+    if (static_cast<int64_t>(s.row_ctas) * c >= sms) break;
+  }
+  return s;
+}
+
+}  // namespace qsgemm::kernels

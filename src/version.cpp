@@ -1,0 +1,7 @@
+#include "qsgemm/version.h"
+
+namespace qsgemm {
+
+const char* version() noexcept { return QSGEMM_VERSION; }
+
+}  // namespace qsgemm

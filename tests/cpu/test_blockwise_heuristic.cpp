@@ -1,0 +1,58 @@
+// The blockwise family's config table and pure heuristic (src/blockwise_heuristic.h): the table's
+// names, lookups by name, and that the heuristic takes the SM count it is given. Runs without a GPU.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "blockwise_heuristic.h"
+#include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
+#include "qsgemm/blockwise.h"
+#include "validation_test_util.h"
+
+namespace {
+
+using namespace qsgemm;
+using G = ScaleGranularity;
+using test::expect_error;
+
+// The format the names follow (the table spells them out; this is the rule they obey).
+std::string formatted(const kernels::BlockwiseConfig& c) {
+  if (c.schedule == kernels::BlockwiseSchedule::kSkinny) return "skinny_m" + std::to_string(c.tile_m) + "_splitk";
+  return std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x" + std::to_string(c.tile_k) + "_c" +
+         std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n) +
+         (c.schedule == kernels::BlockwiseSchedule::kCooperative ? "_coop" : "_pingpong");
+}
+
+TEST(BlockwiseTable, NamesFollowTheFormatAndLookUp) {
+  for (int i = 0; i < blockwise_num_configs(); ++i) {
+    EXPECT_EQ(blockwise_config_name(i), formatted(kernels::kBlockwiseConfigs[i])) << i;
+    EXPECT_EQ(blockwise_config_index(blockwise_config_name(i)), i);
+  }
+  EXPECT_EQ(blockwise_config_index("skinny_m32_splitk"), kernels::kSkinnyConfig);
+  EXPECT_EQ(blockwise_config_index("128x192x128_c1x1_coop"), kernels::kPerRowWideConfig);
+  EXPECT_EQ(kernels::blockwise_row("nope"), -1);
+  expect_error([] { blockwise_config_index("256x128x128_c1x1_coop"); }, Status::kInvalidArgument,
+               "no configuration named '256x128x128_c1x1_coop'; valid names: 128x128x128_c1x1_coop, 64x128x128_c1x1_pingpong",
+               "name");
+}
+
+TEST(BlockwiseHeuristic, TakesTheSmCountItIsGiven) {
+  // M = 16, N = 4096 (32 tiles), K = 7168: the skinny kernel where the 64-row tile has at most half
+  // the SMs' worth of CTAs.
+  EXPECT_EQ(kernels::blockwise_choose_config(16, 4096, 7168, 132), kernels::kSkinnyConfig);
+  EXPECT_NE(kernels::blockwise_choose_config(16, 4096, 7168, 32), kernels::kSkinnyConfig);
+  expect_error([] { blockwise_choose_config(16, 4096, 7168, G::kGroup1x128, G::kBlock128x128, 0); },
+               Status::kInvalidArgument, "sm_count=0 must be positive", "sm_count");
+  // The split rule fills one wave of the SMs it is told about.
+  EXPECT_EQ(kernels::blockwise_split_k(64, 2112, 7168, blockwise_config_index("64x128x128_c1x1_pingpong"),
+                                       G::kBlock128x128, 132),
+            7);
+  EXPECT_EQ(kernels::blockwise_split_k(64, 2112, 7168, blockwise_config_index("64x128x128_c1x1_pingpong"),
+                                       G::kBlock128x128, 17),
+            1);
+  // The skinny grid's cluster is bounded by the SMs' CTA slots.
+  EXPECT_EQ(kernels::skinny_shape(1, 256, 16384, 132).C, 4);
+  EXPECT_EQ(kernels::skinny_shape(1, 256, 16384, 1).C, 1);
+}
+
+}  // namespace
