@@ -7,6 +7,9 @@
 // layer, so a run stopped by a time limit keeps what it measured):
 //   qsgemm bench sparse24   -> <out>/sparse24.json
 //   qsgemm bench blockwise  -> <out>/blockwise.json
+//   qsgemm bench <family> --sweep -> <out>/<family>_sweep.json (a dense M sweep on a few layers,
+//                                    qsgemm and the family's main baseline(s) only: the cliff check's
+//                                    input, scripts/check_cliffs.py)
 #pragma once
 
 #include <cstdint>
@@ -19,7 +22,18 @@ struct BenchOptions {
   std::string out_dir = "bench/results/h200";  // the JSON files go here (created if missing)
   std::string json_path;                       // overrides <out_dir>/<benchmark>.json (one benchmark only)
   std::vector<std::string> layers;             // layer names to run; empty = all of the benchmark's layers
-  std::vector<int64_t> ms;                     // token counts M; empty = the default sweep
+  std::vector<int64_t> ms;                     // token counts M; empty = the grid below (or the sweep's list)
+  std::string grid = "users";                  // default M list: "users" (powers of two plus the in-between
+                                               // values users run) or "powers" (1, 8, 16, 32, ..., 16384)
+  // --sweep: a dense M sweep (sweep_token_counts) on a few layers per family, written to
+  // <out>/<family>_sweep.json; only qsgemm and the main baseline(s) unless sweep_full.
+  bool sweep = false;
+  std::vector<std::string> sweep_layers;       // empty = the family's sweep layers
+  int64_t sweep_max_m = 16384;
+  double sweep_step = 1.05;                    // M_{i+1} = max(M_i + 1, round(M_i * step))
+  bool sweep_full = false;                     // sweep every candidate of the normal benchmark (fast accumulation,
+                                               // per-tensor, bf16, row-wise family, ...), not only the main ones
+  bool estimate_only = false;                  // print the point count and runtime estimate, run nothing
   bool quick = false;       // a few points only (smoke test): 2 layers x 3 Ms, no extra families
   bool all_combos = false;  // blockwise: also 1d1d, 2d1d, 2d2d (no baseline for those)
   bool graph = false;       // time launches under ~50 µs as CUDA-graph replays

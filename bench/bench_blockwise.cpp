@@ -29,6 +29,7 @@
 #include "cublaslt_baselines.h"
 #include "harness.h"
 #include "summary.h"
+#include "sweep.h"
 #include "qsgemm/blockwise.h"
 #include "qsgemm/error.h"
 #include "qsgemm/formats.h"
@@ -39,15 +40,23 @@
 namespace qsgemm::bench {
 namespace {
 
-// Llama 3 8B / 70B (unsharded) and the six DeepSeek-V3 GEMM shapes DeepGEMM publishes (N x K).
+// Llama 3 8B / 70B (unsharded), the six DeepSeek-V3 GEMM shapes DeepGEMM publishes (N x K), and two
+// layers whose K ends in a partial 128-group (issue #24): K = 4112 = 32 x 128 + 16 next to l3-8b.o
+// (4096 x 4096), K = 14352 = 112 x 128 + 16 next to l3-8b.down (4096 x 14336), so that
+// scripts/check_cliffs.py can compare each with the nearest K that is a multiple of 128.
 const std::vector<Layer> kBlockwiseLayers = {
     {"l3-8b.qkv", 6144, 4096},       {"l3-8b.o", 4096, 4096},          {"l3-8b.gate_up", 28672, 4096},
     {"l3-8b.down", 4096, 14336},     {"l3-70b.qkv", 10240, 8192},      {"l3-70b.o", 8192, 8192},
     {"l3-70b.gate_up", 57344, 8192}, {"l3-70b.down", 8192, 28672},     {"ds3.2112x7168", 2112, 7168},
     {"ds3.24576x1536", 24576, 1536}, {"ds3.32768x512", 32768, 512},    {"ds3.7168x16384", 7168, 16384},
     {"ds3.4096x7168", 4096, 7168},   {"ds3.7168x2048", 7168, 2048},
+    {"partialk.4096x4112", 4096, 4112}, {"partialk.4096x14352", 4096, 14352},
 };
 const std::vector<std::string> kQuickLayers = {"l3-8b.o", "ds3.7168x16384"};
+// --sweep's default layers: an MLP up- and a down-projection, a small DeepSeek-V3 shape, and a
+// partial-K layer with its multiple-of-128 neighbour.
+const std::vector<std::string> kSweepLayers = {"l3-8b.o", "l3-8b.gate_up", "l3-70b.down", "ds3.2112x7168",
+                                               "partialk.4096x4112"};
 const std::vector<int64_t> kQuickMs = {16, 256, 4096};
 
 // DeepGEMM's published H800 figures for its normal (dense) FP8 1x128 x 128x128 GEMM at M = 4096,
@@ -80,6 +89,17 @@ const std::vector<Combo>& combos(bool all) {
     return v;
   }();
   return all ? every : main;
+}
+
+// What a run times: --sweep (without --sweep-full) keeps the 1x128.128x128 pair against cuBLASLt
+// block-scaled only.
+std::vector<Combo> run_combos(const BenchOptions& o) {
+  if (o.sweep && !o.sweep_full) {
+    Combo c = combos(false).front();
+    c.baselines = {"cublaslt_fp8_block128"};
+    return {c};
+  }
+  return combos(o.all_combos);
 }
 
 constexpr int64_t kCheckTokens = 8;
@@ -194,8 +214,8 @@ double blockwise_rel_err(const Combo& c, LayerScales& sc, const std::vector<int6
   return ref::rel_frobenius_error(expect.data(), out.data(), T, C, C);
 }
 
-void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& ms, bool all_combos,
-                 const ResultTable& table) {
+void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& ms, const std::vector<Combo>& run,
+                 bool memcpy_floor, const ResultTable& table) {
   const int64_t N = layer.N, K = layer.K, Mmax = *std::max_element(ms.begin(), ms.end());
   const cudaStream_t s = env.stream;
   const uint32_t seed = seed_of(layer.name);
@@ -210,7 +230,7 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
   std::vector<uint8_t> w_rows;  // the sampled rows of w, downloaded on the first check
 
   for (const int64_t M : ms) {
-    for (const Combo& c : combos(all_combos)) {
+    for (const Combo& c : run) {
       BenchRow row;
       row.family = c.family;
       row.layer = layer.name;
@@ -252,7 +272,7 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
           point.add_baseline(row, b, [&] { return make_cublaslt_fp8_rowwise(*env.lt, f8, s); });
       }
       // Decode sizes: the floor of a kernel that moves these bytes, measured the same way.
-      if (M <= kDecodeMaxM) add_memcpy_baseline(point, env, row);
+      if (memcpy_floor && M <= kDecodeMaxM) add_memcpy_baseline(point, env, row);
       point.run(env);
       point.check_baselines(env);
 
@@ -325,10 +345,10 @@ void bench_quant_group(BenchEnv& env, int64_t M, int64_t K) {
   env.report.rows.push_back(std::move(row));
 }
 
-void print_summary(const BenchEnv& env, bool all_combos) {
+void print_summary(const BenchEnv& env, const std::vector<Combo>& run) {
   const std::vector<BenchRow>& rows = env.report.rows;
   std::printf("\n== summary (speedup = baseline time / qsgemm time, same run) ==\n");
-  for (const Combo& c : combos(all_combos)) {
+  for (const Combo& c : run) {
     for (const std::string& b : c.baselines) print_speedup_summary(rows, c.family, b);
     // At decode sizes the weight (e4m3, plus its scales) is what the kernel must stream.
     const ScaleGranularity gw = c.gw;
@@ -363,23 +383,40 @@ void print_summary(const BenchEnv& env, bool all_combos) {
 
 int bench_blockwise(const BenchOptions& options) {
   std::vector<Layer> layers;
+  std::vector<int64_t> ms;
   try {
-    layers = select_layers(kBlockwiseLayers, options.layers.empty() && options.quick ? kQuickLayers : options.layers);
+    layers = run_layers(options, kBlockwiseLayers, kQuickLayers, kSweepLayers);
+    ms = run_token_counts(options, kQuickMs);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qsgemm bench blockwise: %s\n", e.what());
     return 2;
   }
-  const std::vector<int64_t> ms = !options.ms.empty() ? options.ms : options.quick ? kQuickMs : default_token_counts();
+  const std::vector<Combo> run = run_combos(options);
+  const bool memcpy_floor = !options.sweep || options.sweep_full;
+  const double estimate = estimate_runtime_s(layers, ms, [&](int64_t M) {
+    std::vector<PointShape> points;
+    for (const Combo& c : run) {
+      PointShape p;
+      p.timed = 1 + (memcpy_floor && M <= kDecodeMaxM ? 1 : 0);
+      p.searched = static_cast<int>(c.baselines.size());
+      points.push_back(p);
+    }
+    return points;
+  }, options);
+  print_run_plan(options.sweep ? "blockwise sweep" : "blockwise", layers, ms, estimate);
+  if (options.estimate_only) return 0;
 
-  return run_bench("blockwise", options, "blockwise.json", [&](BenchEnv& env) {
+  return run_bench("blockwise", options, options.sweep ? "blockwise_sweep.json" : "blockwise.json", [&](BenchEnv& env) {
     const ResultTable table({"cublaslt_fp8_block128", "cublaslt_fp8_tensor", "cublaslt_fp8_rowwise", "cuda_memcpy_same_bytes"},
                             {"cublaslt_fp8_block128", "cublaslt_fp8_tensor", "cublaslt_fp8_rowwise"});
     table.print_header();
-    for_each_layer(env, layers, [&](const Layer& layer) { bench_layer(env, layer, ms, options.all_combos, table); });
+    for_each_layer(env, layers, [&](const Layer& layer) { bench_layer(env, layer, ms, run, memcpy_floor, table); });
     std::printf("\n");
-    bench_quant_group(env, 4096, 4096);
-    if (!options.quick) bench_quant_group(env, 8192, 8192);
-    print_summary(env, options.all_combos);
+    if (!options.sweep) {
+      bench_quant_group(env, 4096, 4096);
+      if (!options.quick) bench_quant_group(env, 8192, 8192);
+    }
+    print_summary(env, run);
   });
 }
 

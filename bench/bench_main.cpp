@@ -33,9 +33,29 @@ const char kUsage[] =
     "  --out DIR          folder of the JSON files (default bench/results/h200, created if missing)\n"
     "  --json FILE        write the JSON to FILE instead (one benchmark only)\n"
     "  --layers a,b       only these layers, e.g. l3-8b.o,l3-70b.down (one benchmark only)\n"
-    "  --ms 1,16,4096     only these token counts M (default 1,8,16,32,64,...,16384)\n"
+    "  --ms 1,16,4096     only these token counts M (default: the --grid list)\n"
+    "  --grid users|powers  the default M list. users (default): the powers of two plus in-between values\n"
+    "                     that continuous batching produces: 1,2,3,5,8,12,16,24,32,48,64,96,128,160,192,\n"
+    "                     256,288,384,512,640,768,1024,1280,1536,2048,2560,3072,4096,6144,8192,12288,16384\n"
+    "                     (32 values); powers: 1,8,16,32,64,...,16384 (13 values, the committed results' grid)\n"
     "  --quick            a smoke test: 2 layers x M in {16, 256, 4096}\n"
     "  --all-combos       blockwise: also the 1d1d, 2d1d and 2d2d families (no baseline for those)\n"
+    "\n"
+    "dense M sweep (issue #24: no performance cliffs between grid points; scripts/check_cliffs.py reads it):\n"
+    "  --sweep            time every ~5 % of M from 1 to 16384 (M' = max(M + 1, round(M * 1.05)), 159\n"
+    "                     values) on the family's sweep layers, qsgemm against its main baseline(s) only:\n"
+    "                     sparse24 vs cuBLASLt FP8 row-wise and cuSPARSELt; blockwise 1x128.128x128 vs\n"
+    "                     cuBLASLt block-scaled. Writes <out>/<family>_sweep.json (no quantizer rows).\n"
+    "                     Sweep layers: sparse24 l3-8b.gate_up,l3-70b.gate_up,l3-70b.qkv,l3-70b-tp8.qkv;\n"
+    "                     blockwise l3-8b.o,l3-8b.gate_up,l3-70b.down,ds3.2112x7168,partialk.4096x4112\n"
+    "  --sweep-layers a,b the sweep's layers instead (any of the benchmark's layers)\n"
+    "  --sweep-max-m M    the sweep's largest M (default 16384; it is always the last point)\n"
+    "  --sweep-step F     the sweep's ratio between neighbouring Ms, > 1 (default 1.05)\n"
+    "  --sweep-full       the sweep times every candidate of the normal run (fast accumulation, per-tensor,\n"
+    "                     bf16, the row-wise family, memcpy floors), not only the main baselines\n"
+    "  --estimate         print the layers, the M list and the estimated run time; run nothing (no GPU needed)\n"
+    "\n"
+    "timing:\n"
     "  --graph            points where a candidate runs under 50 us: time every candidate as CUDA-graph\n"
     "                     replays (all or none: when one cannot be captured, all are timed directly)\n"
     "  --dirty-flush      flush L2 with a 512 MiB memset (shared/tools' method; the timed run then also\n"
@@ -67,6 +87,15 @@ std::vector<std::string> split_csv(const std::string& s) {
     start = comma + 1;
   }
   return out;
+}
+
+double parse_double(const std::string& s, const char* option) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || errno != 0 || !(v > 1.0) || v > 16.0)
+    throw std::invalid_argument(std::string(option) + ": '" + s + "' is not a number in (1, 16]");
+  return v;
 }
 
 int64_t parse_int(const std::string& s, const char* option, int64_t min_value) {
@@ -108,6 +137,26 @@ int bench_main(int argc, char** argv) {
       } else if (arg == "--ms") {
         for (const std::string& m : split_csv(take())) opt.ms.push_back(parse_int(m, "--ms", 1));
         if (opt.ms.empty()) throw std::invalid_argument("--ms needs at least one value");
+      } else if (arg == "--grid") {
+        opt.grid = take();
+        if (opt.grid != "users" && opt.grid != "powers")
+          throw std::invalid_argument("--grid: '" + opt.grid + "' is not a grid (users or powers)");
+      } else if (arg == "--sweep") {
+        opt.sweep = true;
+      } else if (arg == "--sweep-layers") {
+        opt.sweep_layers = split_csv(take());
+        opt.sweep = true;
+      } else if (arg == "--sweep-max-m") {
+        opt.sweep_max_m = parse_int(take(), "--sweep-max-m", 1);
+        opt.sweep = true;
+      } else if (arg == "--sweep-step") {
+        opt.sweep_step = parse_double(take(), "--sweep-step");
+        opt.sweep = true;
+      } else if (arg == "--sweep-full") {
+        opt.sweep_full = true;
+        opt.sweep = true;
+      } else if (arg == "--estimate") {
+        opt.estimate_only = true;
       } else if (arg == "--quick") {
         opt.quick = true;
       } else if (arg == "--all-combos") {
@@ -137,8 +186,10 @@ int bench_main(int argc, char** argv) {
     if (which.empty()) throw std::invalid_argument("which benchmark? sparse24, blockwise or all");
     if (which != "sparse24" && which != "blockwise" && which != "all")
       throw std::invalid_argument("unknown benchmark '" + which + "' (sparse24, blockwise or all)");
-    if (which == "all" && (!opt.layers.empty() || !opt.json_path.empty()))
-      throw std::invalid_argument("--layers and --json need one benchmark (sparse24 or blockwise), not all");
+    if (which == "all" && (!opt.layers.empty() || !opt.json_path.empty() || !opt.sweep_layers.empty()))
+      throw std::invalid_argument(
+          "--layers, --sweep-layers and --json need one benchmark (sparse24 or blockwise), not all");
+    if (opt.sweep && opt.quick) throw std::invalid_argument("--sweep and --quick do not go together");
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "qsgemm bench: %s\n\n%s", e.what(), kUsage);
     return 2;
@@ -147,7 +198,7 @@ int bench_main(int argc, char** argv) {
   if (which == "sparse24") return bench_sparse24(opt);
   if (which == "blockwise") return bench_blockwise(opt);
   const int a = bench_sparse24(opt);
-  if (a == 2) return a;  // no GPU: the second would say the same
+  if (a == 2 && !opt.estimate_only) return a;  // no GPU: the second would say the same
   const int b = bench_blockwise(opt);
   return std::max(a, b);
 }

@@ -36,6 +36,7 @@
 #include "cusparselt_baseline.h"
 #include "harness.h"
 #include "summary.h"
+#include "sweep.h"
 #include "qsgemm/error.h"
 #include "qsgemm/formats.h"
 #include "qsgemm/quant.h"
@@ -56,10 +57,29 @@ const std::vector<Layer> kSparseLayers = {
     {"l3-70b-tp8.gate_up", 7168, 8192}, {"l3-70b-tp8.down", 8192, 3584},
 };
 const std::vector<std::string> kQuickLayers = {"l3-8b.o", "l3-70b.down"};
+// --sweep's default layers: the two largest MLP up-projections, a QKV, and a tensor-parallel shard.
+const std::vector<std::string> kSweepLayers = {"l3-8b.gate_up", "l3-70b.gate_up", "l3-70b.qkv", "l3-70b-tp8.qkv"};
 const std::vector<int64_t> kQuickMs = {16, 256, 4096};
 
 constexpr int64_t kCheckTokens = 8;      // rows of Y checked against the reference per point
 constexpr int64_t kCheckChannels = 256;  // columns of Y checked per point
+// What a point times. The normal benchmark: both accumulation modes, every baseline, the memcpy
+// floor at decode sizes. --sweep: the default mode against cuBLASLt FP8 row-wise and cuSPARSELt.
+struct Candidates {
+  bool fast_accum = true;
+  std::vector<std::string> baselines = {"cublaslt_fp8_rowwise", "cublaslt_fp8_tensor", "cusparselt_fp8", "cublas_bf16"};
+  bool memcpy_floor = true;
+};
+Candidates candidates_of(const BenchOptions& o) {
+  Candidates c;
+  if (o.sweep && !o.sweep_full) {
+    c.fast_accum = false;
+    c.baselines = {"cublaslt_fp8_rowwise", "cusparselt_fp8"};
+    c.memcpy_floor = false;
+  }
+  return c;
+}
+
 constexpr float kActScaleLo = 0.5f / 448.0f, kActScaleHi = 2.0f / 448.0f;
 
 // The sampled output channels of a compressed weight, as a smaller weight on the host: the chosen
@@ -117,7 +137,8 @@ double sparse_rel_err(const ref::Sparse24Host& wref, const std::vector<int64_t>&
   return ref::rel_frobenius_error(expect.data(), out.data(), T, C, C);
 }
 
-void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& ms, const ResultTable& table) {
+void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& ms, const Candidates& cand,
+                 const ResultTable& table) {
   const int64_t N = layer.N, K = layer.K, Mmax = *std::max_element(ms.begin(), ms.end());
   const cudaStream_t s = env.stream;
   const uint32_t seed = seed_of(layer.name);
@@ -215,19 +236,26 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
       const SparseFp8Weight weight = *w;
       return [=](cudaStream_t st) { sparse24_linear(xv, sv, weight, VectorView{}, yv, opt, st); };
     };
-    const auto linear = linear_for(row, false), linear_fast = linear_for(fast, true);
+    const auto linear = linear_for(row, false);
+    const auto linear_fast = cand.fast_accum ? linear_for(fast, true) : std::function<void(cudaStream_t)>{};
 
     const GemmOperands f8{M, N, K, x8.get(), w8.get(), y.get()};
     const GemmOperands b16{M, N, K, x16.get(), w16.get(), y.get()};
     PointTimer point;
     if (linear) point.add(row, "qsgemm", linear, [&](double us) { row.qsgemm_us = us; });
     if (linear_fast) point.add(fast, "qsgemm", linear_fast, [&](double us) { fast.qsgemm_us = us; });
-    point.add_baseline(row, "cublaslt_fp8_rowwise", [&] { return make_cublaslt_fp8_rowwise(*env.lt, f8, s); });
-    point.add_baseline(row, "cublaslt_fp8_tensor", [&] { return make_cublaslt_fp8_tensor(*env.lt, f8, s); });
-    point.add_baseline(row, "cusparselt_fp8", [&] { return make_cusparselt_fp8(f8, s); });
-    point.add_baseline(row, "cublas_bf16", [&] { return make_cublas_bf16(*env.lt, b16, s); });
+    for (const std::string& b : cand.baselines) {
+      if (b == "cublaslt_fp8_rowwise")
+        point.add_baseline(row, b, [&] { return make_cublaslt_fp8_rowwise(*env.lt, f8, s); });
+      else if (b == "cublaslt_fp8_tensor")
+        point.add_baseline(row, b, [&] { return make_cublaslt_fp8_tensor(*env.lt, f8, s); });
+      else if (b == "cusparselt_fp8")
+        point.add_baseline(row, b, [&] { return make_cusparselt_fp8(f8, s); });
+      else if (b == "cublas_bf16")
+        point.add_baseline(row, b, [&] { return make_cublas_bf16(*env.lt, b16, s); });
+    }
     // Decode sizes: the floor of a kernel that moves these bytes, measured the same way.
-    if (M <= kDecodeMaxM) add_memcpy_baseline(point, env, row);
+    if (cand.memcpy_floor && M <= kDecodeMaxM) add_memcpy_baseline(point, env, row);
     point.run(env);
     point.check_baselines(env);
     fast.baselines_us = row.baselines_us;
@@ -248,9 +276,11 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
     check(row, linear);
     check(fast, linear_fast);
     table.print_row(row);
-    table.print_row(fast);
     env.report.rows.push_back(std::move(row));
-    env.report.rows.push_back(std::move(fast));
+    if (cand.fast_accum) {
+      table.print_row(fast);
+      env.report.rows.push_back(std::move(fast));
+    }
   }
 }
 
@@ -338,13 +368,13 @@ void print_summary(const BenchEnv& env) {
   print_speedup_summary(rows, family, "cublaslt_fp8_rowwise");
   print_speedup_summary(rows, family, "cublaslt_fp8_tensor");
 
-  const auto big = speedups(rows, family, "cusparselt_fp8", 256, INT64_MAX);
+  const auto big = speedups(rows, family, "cusparselt_fp8", 129, INT64_MAX);  // every M of any grid: > 128 or <= 128
   const auto small = speedups(rows, family, "cusparselt_fp8", 0, 128);
   std::printf("%s vs cusparselt_fp8:", family);
   if (big.empty())
-    std::printf("  M >= 256: n/a");
+    std::printf("  M > 128: n/a");
   else
-    std::printf("  M >= 256: min %.2fx, geomean %.2fx (%zu points)", *std::min_element(big.begin(), big.end()),
+    std::printf("  M > 128: min %.2fx, geomean %.2fx (%zu points)", *std::min_element(big.begin(), big.end()),
                 geomean(big), big.size());
   if (small.empty())
     std::printf("  M <= 128: n/a\n");
@@ -367,25 +397,43 @@ void print_summary(const BenchEnv& env) {
 
 int bench_sparse24(const BenchOptions& options) {
   std::vector<Layer> layers;
+  std::vector<int64_t> ms;
   try {
-    layers = select_layers(kSparseLayers, options.layers.empty() && options.quick ? kQuickLayers : options.layers);
+    layers = run_layers(options, kSparseLayers, kQuickLayers, kSweepLayers);
+    ms = run_token_counts(options, kQuickMs);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qsgemm bench sparse24: %s\n", e.what());
     return 2;
   }
-  const std::vector<int64_t> ms = !options.ms.empty() ? options.ms : options.quick ? kQuickMs : default_token_counts();
+  const Candidates cand = candidates_of(options);
+  const double estimate = estimate_runtime_s(layers, ms, [&](int64_t M) {
+    PointShape p;
+    p.timed = 1 + (cand.fast_accum ? 1 : 0) + (cand.memcpy_floor && M <= kDecodeMaxM ? 1 : 0);
+    p.flop_scale = 0.5;
+    for (const std::string& b : cand.baselines) {
+      if (b == "cusparselt_fp8")
+        p.cusparselt = M >= 16;  // it refuses M < 16
+      else
+        ++p.searched;
+    }
+    return std::vector<PointShape>{p};
+  }, options);
+  print_run_plan(options.sweep ? "sparse24 sweep" : "sparse24", layers, ms, estimate);
+  if (options.estimate_only) return 0;
 
-  return run_bench("sparse24", options, "sparse24.json", [&](BenchEnv& env) {
+  return run_bench("sparse24", options, options.sweep ? "sparse24_sweep.json" : "sparse24.json", [&](BenchEnv& env) {
     std::printf("cuSPARSELt: %s\n", cusparselt_status().c_str());
     const ResultTable table(
         {"cublaslt_fp8_rowwise", "cublaslt_fp8_tensor", "cusparselt_fp8", "cublas_bf16", "cuda_memcpy_same_bytes"},
         {"cublaslt_fp8_rowwise", "cublaslt_fp8_tensor", "cusparselt_fp8"});
     table.print_header();
-    for_each_layer(env, layers, [&](const Layer& layer) { bench_layer(env, layer, ms, table); });
+    for_each_layer(env, layers, [&](const Layer& layer) { bench_layer(env, layer, ms, cand, table); });
     std::printf("\n");
-    bench_compress(env, 28672, 8192);
-    bench_quant_per_token(env, 4096, 4096);
-    if (!options.quick) bench_quant_per_token(env, 8192, 8192);
+    if (!options.sweep) {
+      bench_compress(env, 28672, 8192);
+      bench_quant_per_token(env, 4096, 4096);
+      if (!options.quick) bench_quant_per_token(env, 8192, 8192);
+    }
     print_summary(env);
   });
 }

@@ -103,6 +103,30 @@ const std::vector<int64_t>& default_token_counts() {
   return ms;
 }
 
+const std::vector<int64_t>& user_token_counts() {
+  static const std::vector<int64_t> ms = {1,   2,   3,   5,    8,    12,   16,   24,   32,   48,   64,
+                                          96,  128, 160, 192,  256,  288,  384,  512,  640,  768,  1024,
+                                          1280, 1536, 2048, 2560, 3072, 4096, 6144, 8192, 12288, 16384};
+  return ms;
+}
+
+const std::vector<int64_t>& grid_token_counts(const std::string& grid) {
+  if (grid == "users") return user_token_counts();
+  if (grid == "powers") return default_token_counts();
+  throw std::invalid_argument("--grid: '" + grid + "' is not a grid (users or powers)");
+}
+
+std::vector<int64_t> sweep_token_counts(int64_t max_m, double step) {
+  if (max_m < 1) throw std::invalid_argument("--sweep-max-m must be >= 1");
+  if (!(step > 1.0) || !std::isfinite(step)) throw std::invalid_argument("--sweep-step must be > 1");
+  std::vector<int64_t> ms;
+  for (int64_t m = 1; m <= max_m;
+       m = std::max(m + 1, static_cast<int64_t>(std::llround(static_cast<double>(m) * step))))
+    ms.push_back(m);
+  if (ms.back() != max_m) ms.push_back(max_m);
+  return ms;
+}
+
 uint32_t seed_of(const std::string& name) {
   uint32_t h = 2166136261u;
   for (const char c : name) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;

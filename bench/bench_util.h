@@ -86,8 +86,17 @@ struct Layer {
 // Throws std::invalid_argument naming an unknown layer.
 std::vector<Layer> select_layers(const std::vector<Layer>& all, const std::vector<std::string>& wanted);
 
-// The default sweep of token counts: 1, 8, 16, 32, 64, ..., 16384.
+// The powers-of-two grid of token counts (`--grid powers`): 1, 8, 16, 32, 64, ..., 16384.
 const std::vector<int64_t>& default_token_counts();
+// The default grid (`--grid users`): the powers of two plus in-between values that continuous
+// batching produces (issue #24): 1, 2, 3, 5, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 288,
+// 384, 512, 640, 768, 1024, 1280, 1536, 2048, 2560, 3072, 4096, 6144, 8192, 12288, 16384.
+const std::vector<int64_t>& user_token_counts();
+// The grid named by `--grid`: "users" or "powers"; throws std::invalid_argument otherwise.
+const std::vector<int64_t>& grid_token_counts(const std::string& grid);
+// The dense sweep (`--sweep`): M_0 = 1, M_{i+1} = max(M_i + 1, round(M_i * step)) while <= max_m,
+// and max_m itself as the last point (1.05 and 16384: 159 points). step must be > 1.
+std::vector<int64_t> sweep_token_counts(int64_t max_m, double step);
 // Decode sizes: the issues' weight-bandwidth goals apply up to this M, and the GEMM rows up to it
 // also time a memcpy of the same bytes (add_memcpy_baseline).
 inline constexpr int64_t kDecodeMaxM = 32;

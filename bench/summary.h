@@ -34,8 +34,8 @@ std::string short_name(const std::string& baseline);
 // baseline_us / qsgemm_us of the rows of `family` with lo <= M <= hi where both ran.
 std::vector<double> speedups(const std::vector<BenchRow>& rows, const std::string& family, const std::string& baseline,
                              int64_t lo, int64_t hi);
-// The standard summary of `family` vs `baseline`: geomean speedup for M >= 2048, 64 <= M <= 1024 and
-// M <= 32, then the points where qsgemm is slower (listed).
+// The standard summary of `family` vs `baseline`: geomean speedup for M > 1024, 33 <= M <= 1024 and
+// M <= 32, then the points where qsgemm is slower (the first 24 listed).
 void print_speedup_summary(const std::vector<BenchRow>& rows, const std::string& family, const std::string& baseline);
 // The decode-bandwidth summary of `family` (rows with M <= kDecodeMaxM): the weight's bytes
 // (weight_bytes(row): what the kernel must read of W, scales and metadata included) over qsgemm's

@@ -4,10 +4,12 @@
     python3 scripts/readme_table.py            # rewrites README.md between the perf-table markers
     python3 scripts/readme_table.py --print    # prints the table only, changes nothing
     python3 scripts/readme_table.py --sparse S.json --blockwise B.json --readme README.md
+    python3 scripts/readme_table.py --print --ms-columns 1,16,288,4096   # only these M columns
 
 Each cell is the geometric mean over the benchmark's layers of (baseline time / qsgemm time) at
 that M, both measured in the same run (> 1: qsgemm is faster). Columns: every M that the JSON
-files have (GEMM rows, M >= 1). Rows:
+files have (GEMM rows, M >= 1; any M list: the powers-of-two grid, the users grid with its
+in-between values, or a --sweep), or only those given with --ms-columns. Rows:
 
     2:4 sparse vs cuBLASLt FP8 row-wise        sparse24            / cublaslt_fp8_rowwise
     2:4 sparse vs cuBLASLt FP8 per-tensor      sparse24            / cublaslt_fp8_tensor
@@ -59,11 +61,18 @@ def unavailable_reason(rows, baseline):
     return None
 
 
-def build_table(reports, sources):
-    """Returns the markdown lines of the table and its footnotes."""
+def build_table(reports, sources, ms_columns=None):
+    """Returns the markdown lines of the table and its footnotes. ms_columns: the M columns to show
+    (each must be in some file), default every M present."""
     all_m = sorted({int(r["M"]) for rep in reports.values() for r in gemm_rows(rep)})
     if not all_m:
         raise SystemExit("readme_table: no GEMM rows in " + ", ".join(sources.values()))
+    if ms_columns:
+        missing = [m for m in ms_columns if m not in all_m]
+        if missing:
+            raise SystemExit(f"readme_table: --ms-columns {','.join(map(str, missing))}: no GEMM rows at that M in "
+                             + ", ".join(sources.values()) + f" (present: {','.join(map(str, all_m))})")
+        all_m = sorted(set(ms_columns))
     footnotes = []  # texts, numbered from 1
 
     def note(text):
@@ -142,7 +151,14 @@ def main(argv=None):
     ap.add_argument("--blockwise", default=os.path.join(root, "bench/results/h200/blockwise.json"))
     ap.add_argument("--readme", default=os.path.join(root, "README.md"))
     ap.add_argument("--print", action="store_true", help="print the table to stdout; do not touch the README")
+    ap.add_argument("--ms-columns", default="",
+                    help="comma-separated M values to show as columns (default: every M in the files)")
     args = ap.parse_args(argv)
+    try:
+        ms_columns = [int(x) for x in args.ms_columns.split(",") if x.strip()]
+    except ValueError:
+        print(f"readme_table: --ms-columns '{args.ms_columns}' is not a list of integers", file=sys.stderr)
+        return 2
 
     reports, sources = {}, {}
     for which, path in (("sparse", args.sparse), ("blockwise", args.blockwise)):
@@ -154,7 +170,7 @@ def main(argv=None):
             return 1
         sources[which] = os.path.relpath(path, root) if os.path.isabs(path) else path
 
-    block = [BEGIN, "", header(reports, sources), ""] + build_table(reports, sources) + ["", END]
+    block = [BEGIN, "", header(reports, sources), ""] + build_table(reports, sources, ms_columns) + ["", END]
     if args.print:
         print("\n".join(block[2:-2]))
         return 0

@@ -29,7 +29,7 @@ inline constexpr double kRelF16 = 1e-3;
 // 0.8-0.9e-4 sparse, up to 1.64e-4 blockwise (tiny outputs at K = 400, docs/performance.md).
 inline constexpr double kRelF32Sparse24 = 5e-4;
 inline constexpr double kRelF32Blockwise = 2e-4;
-// Sparse fast accumulation (Sparse24LinearOptions::fast_accum, opt-in): no promotion over the whole
+// Sparse fast accumulation (Sparse24Options::fast_accum, opt-in): no promotion over the whole
 // K. Measured 2.5-2.8e-3 fp32 / 2.6-3.1e-3 bf16 at K = 28672; any output dtype.
 inline constexpr double kRelFastAccum = 5e-3;
 

@@ -184,7 +184,7 @@ void run_sparse_exact(const ExactWeight& w, const SparseCase& c, std::mt19937& r
   const int esize = dtype_size(c.out);
   DeviceBuffer<uint8_t> y(static_cast<size_t>(M * ldy * esize));
   y.poison();
-  Sparse24LinearOptions opt;
+  Sparse24Options opt;
   opt.config = c.config;
   opt.split_k = c.split_k;
   size_t bytes = 0;
