@@ -371,7 +371,7 @@ TEST(BlockwiseConfigs, Supports) {
 
 // Per-row scales take the 128x192 tile where its waves, charged 3 units each against 1.2 for a
 // 64-row wave and 2 for a 128x128 wave, come out fewer than those of the heuristic's pick, and its
-// last tile is nearly full (measured: bench/results/h200/tune_blockwise_two_partials.jsonl).
+// last tile is nearly full (measured: bench/results/h200/tuning/tune_blockwise_two_partials.jsonl).
 TEST(BlockwiseHeuristic, PerRowWideTile) {
   const auto wide = [](int64_t M, int64_t N, int config) {
     return kernels::blockwise_per_row_wide_tile(M, N, config, 132);
@@ -415,7 +415,7 @@ TEST(BlockwiseHeuristic, PerRowWideTile) {
       }
 }
 
-// The tuned decode rule (bench/results/h200/tune_skinny.jsonl): the skinny kernel at M <= 8 unless K
+// The tuned decode rule (bench/results/h200/tuning/tune_skinny.jsonl): the skinny kernel at M <= 8 unless K
 // is short; at M <= 16 with K >= 4096 where the 64-row tile has at most half the SMs' worth of CTAs;
 // at M <= 32 with K >= 4096 where it has at most a quarter; the 64-row tile elsewhere.
 TEST(BlockwiseHeuristic, DecodeUsesTheSkinnyKernelWhereItWins) {
@@ -462,7 +462,7 @@ TEST(BlockwiseHeuristic, SmallMUsesTheNarrowTile) {
 // The skinny kernel's cover of a problem: every token and row, at most 4 warps and a portable
 // cluster, at least one K group per warp; K is split over a cluster only into SMs that would
 // otherwise be idle (no second wave) and only while every warp keeps 6 groups, and then as far as
-// that allows (measured: bench/results/h200/tune_skinny.jsonl).
+// that allows (measured: bench/results/h200/tuning/tune_skinny.jsonl).
 TEST(BlockwiseHeuristic, SkinnyShape) {
   for (int M = 1; M <= 32; ++M)
     for (int N : {8, 16, 120, 1280, 2112, 4096, 32768})
@@ -516,7 +516,7 @@ TEST(BlockwiseHeuristic, MediumAndLargeM) {
 
 // K <= 512 (four K tiles or fewer): the 64x128 ping-pong tile above the decode sizes, for every pair
 // it serves and instead of the per-row 128x192 tile; the 128-row scale blocks fall back to the
-// 128x128 tile (measured: bench/results/h200/tune_blockwise_k512.txt).
+// 128x128 tile (measured: bench/results/h200/tuning/tune_blockwise_k512.txt).
 TEST(BlockwiseHeuristic, ShortKUsesThePingPongTile) {
   for (int64_t K : {16, 128, 400, 512})
     for (int64_t M : {33, 256, 2048, 8192, 65536})

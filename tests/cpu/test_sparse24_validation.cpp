@@ -187,7 +187,7 @@ TEST(Sparse24Config, TableAndHeuristic) {
 
 // Narrow layers (few weight rows) step down to a smaller tile until the grid has at least half as
 // many tiles as SMs (src/sparse24_heuristic.h); the picks below are the measured winners on the H200
-// (bench/results/h200/tune_sparse24.jsonl).
+// (bench/results/h200/tuning/tune_sparse24.jsonl).
 TEST(Sparse24Heuristic, NarrowLayersStepDownToFillTheGpu) {
   auto pick = [](int64_t m, int64_t n, int64_t k, bool fast = false) {
     const Sparse24Config c = sparse24_config(sparse24_choose_config(m, n, k, 132, fast));
@@ -237,7 +237,7 @@ TEST(Sparse24Heuristic, TileOrder) {
 }
 
 // The stream-K configurations (10, 11) and the rule that picks them when the caller has a workspace
-// (src/sparse24_heuristic.h; measured: bench/results/h200/tune_sparse24.jsonl).
+// (src/sparse24_heuristic.h; measured: bench/results/h200/tuning/tune_sparse24.jsonl).
 TEST(Sparse24Heuristic, StreamKWhereItWon) {
   for (int i = 0; i < sparse24_num_configs(); ++i) {
     const Sparse24Config c = sparse24_config(i);
@@ -285,7 +285,7 @@ TEST(Sparse24Heuristic, StreamKWhereItWon) {
 }
 
 // The 128x192 tile (configuration 9) from 8192 tokens where its token tiles waste at most 1.5 %
-// of M; fast accumulation keeps its own tiles (measured: bench/results/h200/tune_sparse24_192.txt).
+// of M; fast accumulation keeps its own tiles (measured: bench/results/h200/tuning/tune_sparse24_192.txt).
 TEST(Sparse24Heuristic, WideTokenTileFrom8192) {
   EXPECT_EQ(sparse24_config(9).name(), "128x192x256_c1x1_coop");
   EXPECT_FALSE(sparse24_config(9).fast_accum);
@@ -312,7 +312,7 @@ TEST(Sparse24Heuristic, WideTokenTileFrom8192) {
 
 // The 128x192 tile on weights of fewer than 2048 rows from 2048 tokens, with or without a
 // workspace, promoted accumulation only (src/sparse24_heuristic.h; measured on the 1280-row shard:
-// bench/results/h200/tune_sparse24_interleaved.jsonl).
+// bench/results/h200/tuning/tune_sparse24_interleaved.jsonl).
 TEST(Sparse24Heuristic, NarrowWeightsWideTileFrom2048) {
   for (bool sk : {false, true}) {
     for (int64_t m : {2048, 3000, 4096, 8192, 8257, 16384}) {
