@@ -63,7 +63,7 @@ void check_outputs_disjoint(const char* fn, const MatrixView& y, std::initialize
 }
 
 LinearPlan select_plan(const char* fn, const LinearOptions& o, int64_t M, int64_t N, int64_t K,
-                       const std::function<LinearPlan(bool)>& plan, const std::function<std::string(int)>& describe) {
+                       FunctionRef<LinearPlan(bool)> plan, std::string (*describe)(int)) {
   const size_t given = o.workspace != nullptr ? o.workspace_bytes : 0;
   const LinearPlan with = plan(true);
   if (with.workspace_bytes <= given) return with;
@@ -77,7 +77,7 @@ LinearPlan select_plan(const char* fn, const LinearOptions& o, int64_t M, int64_
 }
 
 void run_split_k(const char* fn, int split_k, const MatrixView& y, const VectorView& bias, void* workspace, int sm_count,
-                 cudaStream_t stream, const std::function<void(void*)>& gemm_into) {
+                 cudaStream_t stream, FunctionRef<void(void*)> gemm_into) {
   gemm_into(workspace);
   const bool b = has_bias(bias);
   kernels::run_splitk_reduce({static_cast<const float*>(workspace), split_k, static_cast<int>(y.rows),

@@ -10,12 +10,33 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <type_traits>
+#include <utility>
 
 #include "qsgemm/linear.h"
 #include "qsgemm/tensor.h"
 #include "validate.h"
 
 namespace qsgemm::detail {
+
+// A non-owning reference to a callable, for the per-call callbacks below: unlike std::function it
+// never allocates (a lambda capturing a handful of references outgrows std::function's small
+// buffer, and *_linear is on the hot path). The callable must outlive the call it is passed to.
+template <class Sig>
+class FunctionRef;
+template <class R, class... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
+  FunctionRef(F&& f)  // NOLINT(google-explicit-constructor): passed like a lambda
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* o, Args... a) -> R { return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(a)...); }) {}
+  R operator()(Args... a) const { return call_(obj_, std::forward<Args>(a)...); }
+
+ private:
+  void* obj_;
+  R (*call_)(void*, Args...);
+};
 
 // The largest forced split of every family.
 inline constexpr int kMaxSplitK = 16;
@@ -64,13 +85,12 @@ void check_outputs_disjoint(const char* fn, const MatrixView& y, std::initialize
 // given (a forced split or stream-K configuration): kInvalidArgument naming the sizes otherwise.
 // `describe` names the plan's configuration in the error.
 LinearPlan select_plan(const char* fn, const LinearOptions& o, int64_t M, int64_t N, int64_t K,
-                       const std::function<LinearPlan(bool with_workspace)>& plan,
-                       const std::function<std::string(int config)>& describe);
+                       FunctionRef<LinearPlan(bool with_workspace)> plan, std::string (*describe)(int config));
 
 // Split-K: gemm_into(workspace) writes split_k scaled, unbiased float32 slices [split_k][M][N] into
 // the workspace; then the reduction adds them in order with the bias and writes y.
 void run_split_k(const char* fn, int split_k, const MatrixView& y, const VectorView& bias, void* workspace,
-                 int sm_count, cudaStream_t stream, const std::function<void(void* workspace)>& gemm_into);
+                 int sm_count, cudaStream_t stream, FunctionRef<void(void* workspace)> gemm_into);
 
 // "name (i)" lists of a config table for errors: "a, b, c".
 std::string list_names(int count, const std::function<std::string(int)>& name);
