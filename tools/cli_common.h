@@ -63,37 +63,65 @@ inline int64_t arg_int(int argc, char** argv, const std::string& name, int64_t f
   return parse_int_arg(name, v, min_value);
 }
 
+// The items of a comma-separated list ("a,b,,c" gives four, one empty: the callers reject it).
+inline std::vector<std::string> split_list(const std::string& v) {
+  std::vector<std::string> items;
+  size_t pos = 0;
+  while (pos <= v.size()) {
+    const size_t end = std::min(v.find(',', pos), v.size());
+    items.push_back(v.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return items;
+}
+
+// A whole item as an integer in [lo, hi); false for anything else.
+inline bool list_int(const std::string& item, long lo, long hi, long* out) {
+  char* rest = nullptr;
+  const long i = std::strtol(item.c_str(), &rest, 10);
+  if (item.empty() || *rest != '\0' || i < lo || i >= hi) return false;
+  *out = i;
+  return true;
+}
+
+// A comma-separated list of integers in [lo, hi) (the value of `flag`); prints what is wrong and
+// returns false on a bad item (`what` names the items in the message).
+inline bool parse_int_list(const std::string& v, long lo, long hi, const char* flag, const char* what,
+                           std::vector<int>* out) {
+  for (const std::string& item : split_list(v)) {
+    long i = 0;
+    if (!list_int(item, lo, hi, &i)) {
+      std::fprintf(stderr, "qsgemm: %s item '%s' is not %s in [%ld, %ld)\n", flag, item.c_str(), what, lo, hi);
+      return false;
+    }
+    out->push_back(static_cast<int>(i));
+  }
+  return true;
+}
+
 // A comma-separated list of configurations (--configs), each a name of the table or an index in
 // [0, count): name_to_index maps a name (throws qsgemm::Error for an unknown one, listing the valid
 // names; may be empty, then only indices are accepted). Prints what is wrong and returns false on a
 // bad item.
 inline bool parse_config_list(const std::string& v, int count, const std::function<int(const std::string&)>& name_to_index,
                               const char* flag, std::vector<int>* out) {
-  size_t pos = 0;
-  while (pos <= v.size()) {
-    const size_t end = std::min(v.find(',', pos), v.size());
-    const std::string item = v.substr(pos, end - pos);
-    char* rest = nullptr;
-    const long i = std::strtol(item.c_str(), &rest, 10);
-    if (!item.empty() && *rest == '\0') {
-      if (i < 0 || i >= count) {
-        std::fprintf(stderr, "qsgemm: %s item '%s' is not a configuration index in [0, %d)\n", flag, item.c_str(), count);
-        return false;
-      }
+  for (const std::string& item : split_list(v)) {
+    long i = 0;
+    if (list_int(item, 0, count, &i)) {
       out->push_back(static_cast<int>(i));
-    } else {
-      if (item.empty() || !name_to_index) {
-        std::fprintf(stderr, "qsgemm: %s item '%s' is not a configuration index in [0, %d)\n", flag, item.c_str(), count);
-        return false;
-      }
-      try {
-        out->push_back(name_to_index(item));
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "qsgemm: %s item '%s': %s\n", flag, item.c_str(), e.what());
-        return false;
-      }
+      continue;
     }
-    pos = end + 1;
+    const bool numeric = !item.empty() && item.find_first_not_of("+-0123456789") == std::string::npos;
+    if (numeric || item.empty() || !name_to_index) {
+      std::fprintf(stderr, "qsgemm: %s item '%s' is not a configuration index in [0, %d)\n", flag, item.c_str(), count);
+      return false;
+    }
+    try {
+      out->push_back(name_to_index(item));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "qsgemm: %s item '%s': %s\n", flag, item.c_str(), e.what());
+      return false;
+    }
   }
   return true;
 }

@@ -39,24 +39,6 @@ struct SweepOptions {
   std::vector<int> only;  // empty: every configuration
   bool interleave = false;
 };
-// A comma-separated list of integers in [lo, hi) (the value of `flag`); prints what is wrong and
-// returns false on a bad item (`what` names the items in the message).
-bool parse_int_list(const std::string& v, long lo, long hi, const char* flag, const char* what, std::vector<int>* out) {
-  size_t pos = 0;
-  while (pos <= v.size()) {
-    const size_t end = std::min(v.find(',', pos), v.size());
-    const std::string item = v.substr(pos, end - pos);
-    char* rest = nullptr;
-    const long i = std::strtol(item.c_str(), &rest, 10);
-    if (item.empty() || *rest != '\0' || i < lo || i >= hi) {
-      std::fprintf(stderr, "qsgemm tune: %s item '%s' is not %s in [%ld, %ld)\n", flag, item.c_str(), what, lo, hi);
-      return false;
-    }
-    out->push_back(static_cast<int>(i));
-    pos = end + 1;
-  }
-  return true;
-}
 
 // name_to_index: the table's lookup by name (empty for --skinny-clusters, whose items are indices).
 bool parse_sweep_options(int argc, char** argv, int count, const std::function<int(const std::string&)>& name_to_index,

@@ -55,3 +55,33 @@ TEST(CliArgs, MalformedNumbersAreErrorsNamingFlagAndValue) {
 }
 
 }  // namespace
+
+namespace {
+
+// --split-k / --configs lists: every item whole, in range, or (for --configs) a known name.
+TEST(CliArgs, Lists) {
+  using qsgemm::cli::parse_config_list;
+  using qsgemm::cli::parse_int_list;
+  std::vector<int> v;
+  EXPECT_TRUE(parse_int_list("1,2,16", 1, 17, "--split-k", "a split", &v));
+  EXPECT_EQ(v, (std::vector<int>{1, 2, 16}));
+  for (const char* bad : {"", "1,", "1,,2", "0", "17", "2x", "a"}) {
+    std::vector<int> w;
+    EXPECT_FALSE(parse_int_list(bad, 1, 17, "--split-k", "a split", &w)) << bad;
+  }
+  const auto by_name = [](const std::string& s) -> int {
+    if (s == "tile_a") return 3;
+    throw std::invalid_argument("no configuration named '" + s + "'");
+  };
+  std::vector<int> c;
+  EXPECT_TRUE(parse_config_list("0,tile_a,4", 5, by_name, "--configs", &c));
+  EXPECT_EQ(c, (std::vector<int>{0, 3, 4}));
+  for (const char* bad : {"5", "-1", "tile_b", "0,", "12x"}) {
+    std::vector<int> w;
+    EXPECT_FALSE(parse_config_list(bad, 5, by_name, "--configs", &w)) << bad;
+  }
+  std::vector<int> w;
+  EXPECT_FALSE(parse_config_list("tile_a", 5, nullptr, "--configs", &w)) << "names need a lookup";
+}
+
+}  // namespace
