@@ -87,6 +87,16 @@ DeviceInfo device_info(int device) {
   return en.info;
 }
 
+namespace detail {
+
+const DeviceInfo* cached_device_info(int device) {
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  const Entry& en = g_entries[device];
+  return en.ready.load(std::memory_order_acquire) ? &en.info : nullptr;
+}
+
+}  // namespace detail
+
 std::string build_info() {
   std::string s = "CUDA " + std::to_string(CUDART_VERSION / 1000) + "." + std::to_string((CUDART_VERSION % 1000) / 10);
   s += ", CUTLASS " QSGEMM_CUTLASS_VERSION ", device code sm_90a";

@@ -37,8 +37,11 @@ int resolve_sm_count(const char* fn, int sm_count) {
 
 LaunchDevice launch_device(const char* fn, cudaStream_t stream) {
   const int device = stream_device(fn, stream);
-  const DeviceInfo d = require_sm90(fn, device);
-  return {device, d.sm_count};
+  // Every launch comes here: after the first call on a device its cached entry answers, without
+  // copying a DeviceInfo (whose name string can allocate).
+  if (const DeviceInfo* c = cached_device_info(device); c != nullptr && c->cc_major == 9 && c->cc_minor == 0)
+    return {device, c->sm_count};
+  return {device, require_sm90(fn, device).sm_count};
 }
 
 bool check_bias(const char* fn, const VectorView& bias, int64_t N, DType y_dtype) {

@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "qsgemm/device.h"
 #include "qsgemm/linear.h"
 #include "qsgemm/tensor.h"
 #include "validate.h"
@@ -62,6 +63,10 @@ struct LaunchDevice {
   int sm_count = 0;
 };
 LaunchDevice launch_device(const char* fn, cudaStream_t stream);
+
+// The cached properties of `device` once device_info has read them (nullptr before that, and for a
+// device that is absent or outside the cache): a lock-free read without a copy (src/device.cpp).
+const DeviceInfo* cached_device_info(int device);
 
 // The bias rule of every family: size 0 is no bias (whatever the pointer); otherwise size N, non-null
 // data, dtype fp32 or the output dtype, base 16-byte aligned. Returns whether there is a bias.
