@@ -196,7 +196,10 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
       o.fast_accum = fast_accum;
       const LinearPlan plan = sparse24_plan(M, N, K, o, env.report.sms);
       return sparse24_config(plan.config).name() +
-             (plan.split_k > 1 ? "_splitk" + std::to_string(plan.split_k) : std::string());
+             (plan.split_k > 1 ? "_splitk" + std::to_string(plan.split_k) : std::string()) +
+             (plan.tail_config >= 0
+                  ? "+" + sparse24_config(plan.tail_config).name() + "@" + std::to_string(plan.tail_rows)
+                  : std::string());
     };
     guarded(row, "sparse24_plan", [&] { row.config = plan_name(false); });
     DeviceBuffer workspace;

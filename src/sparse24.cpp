@@ -120,10 +120,11 @@ void check_problem(const char* fn, int64_t M, int64_t N, int64_t K, const Sparse
 LinearPlan make_plan(int64_t M, int64_t N, int64_t K, const Sparse24Options& o, int sm_count, bool with_workspace) {
   const kernels::Sparse24Choice c =
       kernels::sparse24_choose(std::max<int64_t>(M, 1), N, K, o.config, o.split_k, o.fast_accum, sm_count, with_workspace);
-  LinearPlan p{c.config, c.split_k, 0};
+  LinearPlan p{c.config, c.split_k, 0, c.tail_config, c.tail_config >= 0 ? c.tail_rows : 0};
+  // With a tail, the main launch covers c.main_rows tokens (and the tail needs no workspace).
   if (M > 0)
     p.workspace_bytes = p.split_k > 1 ? detail::splitk_workspace_bytes(M, N, p.split_k)
-                                      : config_workspace_bytes(M, N, K, sm_count, p.config);
+                                      : config_workspace_bytes(p.tail_config >= 0 ? c.main_rows : M, N, K, sm_count, p.config);
   return p;
 }
 
@@ -290,10 +291,30 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
     a.workspace = options.workspace;
     a.workspace_bytes = options.workspace_bytes;
   }
-  if (row(plan.config).skinny())
-    kernels::run_sparse24_skinny(a, stream);
-  else
-    kernels::run_sparse24_gemm(a, plan.config, stream);
+  if (row(plan.config).skinny()) return kernels::run_sparse24_skinny(a, stream);
+  if (plan.tail_config < 0) return kernels::run_sparse24_gemm(a, plan.config, stream);
+  // Main launch on the whole token columns, then the tail on the last tail_rows tokens: it starts
+  // inside the main launch's last column (a multiple of 4 tokens, so the per-token scales keep
+  // their alignment) and rewrites those rows, so that no token tile reads far past M
+  // (sparse24_tail in src/sparse24_heuristic.h).
+  const int64_t main_rows = kernels::sparse24_main_rows(plan.config, M);
+  const int64_t start = M - plan.tail_rows;
+  kernels::Sparse24GemmArgs t = a;
+  a.m_tok = main_rows;
+  const kernels::TileOrder main_order = kernels::sparse24_tile_order(main_rows, N);
+  a.swizzle = main_order.swizzle;
+  a.raster = main_order.raster;
+  kernels::run_sparse24_gemm(a, plan.config, stream);
+  t.m_tok = plan.tail_rows;
+  t.x = a.x + start * x.ld;
+  t.y = static_cast<char*>(y.data) + start * y.ld * static_cast<int64_t>(dtype_size(y.dtype));
+  if (!sx_scalar) t.x_scale = x_scale.data + start;
+  const kernels::TileOrder tail_order = kernels::sparse24_tile_order(plan.tail_rows, N);
+  t.swizzle = tail_order.swizzle;
+  t.raster = tail_order.raster;
+  t.workspace = nullptr;
+  t.workspace_bytes = 0;
+  kernels::run_sparse24_gemm(t, plan.tail_config, stream);
 }
 
 }  // namespace qsgemm

@@ -2,6 +2,7 @@
 #include "sparse24_heuristic.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace qsgemm::kernels {
 
@@ -99,6 +100,102 @@ Sparse24Choice library_split(int64_t M, int64_t N, int64_t K, int config, bool f
 
 }  // namespace
 
+namespace {
+
+// Nanoseconds per wave of tiles per unit of K, each configuration at full tiles (the median over
+// the grid points of tuning/tune_sparse24.jsonl with at least 4 waves; 128x192: tune_sparse24_192.txt).
+struct TileRate {
+  const char* name;
+  double ns_per_wave_k;
+};
+constexpr TileRate kTileRates[] = {
+    {"64x32x256_c1x1_pingpong", 0.90},           {"64x64x256_c1x1_pingpong", 1.25},
+    {"64x128x256_c1x1_pingpong", 1.86},          {"128x128x256_c1x2_coop", 2.61},
+    {"64x32x256_c1x1_pingpong_fastaccum", 0.83}, {"64x64x256_c1x1_pingpong_fastaccum", 1.29},
+    {"64x128x256_c1x1_pingpong_fastaccum", 2.0}, {"128x128x256_c1x2_coop_fastaccum", 2.50},
+    {"128x256x128_c1x2_coop_fastaccum", 4.40},   {"128x192x256_c1x1_coop", 3.9},
+    {"128x32x256_c1x1_coop_streamk", 1.48},      {"128x128x256_c1x1_coop_streamk", 2.77},
+};
+constexpr double kFixedUs = 4.0;           // launch and prologue/epilogue of one call
+constexpr double kStreamBytesPerUs = 3.2e6;  // HBM3e streaming rate the GEMMs reach (~75 % of copy)
+
+double tile_rate(int config) {
+  for (const TileRate& r : kTileRates)
+    if (sparse24_row(r.name) == config) return r.ns_per_wave_k;
+  return -1.0;
+}
+
+int64_t token_column(int config) { return int64_t{kSparse24Configs[config].tile_n} * kSparse24Configs[config].cluster_n; }
+
+}  // namespace
+
+int64_t sparse24_oob_rows(int config, int64_t tokens) {
+  const int64_t col = token_column(config);
+  return (tokens + col - 1) / col * col - tokens;
+}
+
+int64_t sparse24_main_rows(int config, int64_t tokens) { return tokens / token_column(config) * token_column(config); }
+
+double sparse24_model_us(int config, int64_t tokens, int64_t N, int64_t K, int sm_count) {
+  const Sparse24ConfigRow& c = kSparse24Configs[config];
+  const double rate = tile_rate(config);
+  if (rate < 0 || tokens <= 0) return 0.0;
+  const int64_t tiles_m = (N + c.tile_m - 1) / c.tile_m;
+  const int64_t cols = (tokens + token_column(config) - 1) / token_column(config) * c.cluster_n;
+  const double tile_us = rate * static_cast<double>(K) * 1e-3;
+  const double waves = std::ceil(static_cast<double>(tiles_m * cols) / sm_count);
+  const double oob_tiles = kSparse24OobRowCost * static_cast<double>(tiles_m) *
+                           static_cast<double>(sparse24_oob_rows(config, tokens)) / c.tile_n;
+  const double compute = (waves + oob_tiles / sm_count) * tile_us;
+  const double bytes = 0.625 * static_cast<double>(N) * K + static_cast<double>(tokens) * K + 2.0 * tokens * N;
+  return kFixedUs + std::max(compute, bytes / kStreamBytesPerUs);
+}
+
+Sparse24Choice sparse24_tail(int64_t M, int64_t N, int64_t K, int config, bool fast_accum, int sm_count) {
+  Sparse24Choice best{config, 1, -1, 0, M};
+  const Sparse24ConfigRow& c = kSparse24Configs[config];
+  // Not the 128x192 tile: the heuristic takes it where its 192-token columns measured faster, past
+  // M included (sparse24_wide_token_tile, sparse24_narrow_wide_tile).
+  if (tile_rate(config) < 0 || !(c.splittable() || c.stream_k()) || config == sparse24_detail::kWide.index ||
+      sparse24_oob_rows(config, M) == 0)
+    return best;
+  double best_us = 0.97 * sparse24_model_us(config, M, N, K, sm_count);
+  // The data-parallel tiles of the accumulation mode (no workspace), narrowest token tile first.
+  const sparse24_detail::Tile* family = fast_accum ? sparse24_detail::kFast : sparse24_detail::kDefault;
+  const int n_family = fast_accum ? 5 : 4;
+  // The main launch: `config` on its whole token columns; where M is less than one of them (e.g.
+  // 129..255 tokens on the 128x128 cluster pair), a narrower tile of the mode instead.
+  int mains[6];
+  int n_mains = 0;
+  if (sparse24_main_rows(config, M) > 0) {
+    mains[n_mains++] = config;
+  } else {
+    for (int i = 0; i < n_family; ++i)
+      if (token_column(family[i].index) < token_column(config) && sparse24_main_rows(family[i].index, M) > 0)
+        mains[n_mains++] = family[i].index;
+  }
+  for (int mi = 0; mi < n_mains; ++mi) {
+    const int main = mains[mi];
+    const int64_t main_rows = sparse24_main_rows(main, M);
+    if (main_rows == M) continue;
+    const double main_us = sparse24_model_us(main, main_rows, N, K, sm_count);
+    for (int i = 0; i < n_family; ++i) {
+      const int t = family[i].index;
+      const int64_t tn = token_column(t);
+      const int64_t want = (M - main_rows + tn - 1) / tn * tn;  // whole tail columns over the rest
+      if (want > M) continue;
+      const int64_t start = (M - want + 3) / 4 * 4;  // 16-byte aligned per-token scales
+      const int64_t rows = M - start;                // >= M - main_rows: main_rows % 4 == 0
+      const double us = main_us + sparse24_model_us(t, rows, N, K, sm_count);
+      if (us < best_us) {
+        best_us = us;
+        best = Sparse24Choice{main, 1, t, rows, main_rows};
+      }
+    }
+  }
+  return best;
+}
+
 Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int split_k, bool fast_accum, int sm_count,
                                bool with_workspace) {
   Sparse24Choice p;
@@ -110,8 +207,12 @@ Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int 
     if (kSparse24Configs[p.config].splittable()) p.split_k = split_k;
     return p;
   }
-  if (!with_workspace || split_k == 1 || (config >= 0 && !kSparse24Configs[p.config].splittable())) return p;
-  return library_split(M, N, K, p.config, fast_accum, sm_count);
+  if (with_workspace && split_k != 1 && (config < 0 || kSparse24Configs[p.config].splittable()))
+    p = library_split(M, N, K, p.config, fast_accum, sm_count);
+  // The library's own pick, unsplit: a tail launch where the last token column would run past M.
+  if (config < 0 && p.split_k == 1) p = sparse24_tail(M, N, K, p.config, fast_accum, sm_count);
+  if (p.tail_config < 0) p.main_rows = M;
+  return p;
 }
 
 Sparse24SkinnyShape sparse24_skinny_shape(int64_t m_tok, int64_t n_out, int64_t k, int sm_count) {

@@ -305,6 +305,12 @@ int run_tune(int argc, char** argv) {
   for (size_t j = 0; j < items.size(); ++j)
     if (items[j].config == plan.config && (!splitting || std::max(items[j].split, 1) == plan.split_k))
       chosen = static_cast<int>(j);
+  // A plan with a tail launch is not one configuration: time it as its own line (config -1 runs
+  // the library's plan).
+  if (plan.tail_config >= 0) {
+    items.push_back({-1, 0});
+    chosen = static_cast<int>(items.size()) - 1;
+  }
   std::string json;
   arg_value(argc, argv, "--json", &json);
   FILE* jf = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
@@ -314,6 +320,9 @@ int run_tune(int argc, char** argv) {
       "sparse24", M, N, K, static_cast<int>(items.size()), chosen,
       [&](int i) {
         const Item& it = items[static_cast<size_t>(i)];
+        if (it.config < 0)
+          return sparse24_config(plan.config).name() + "+" + sparse24_config(plan.tail_config).name() + "@" +
+                 std::to_string(plan.tail_rows);
         const Sparse24Config cfg = sparse24_config(it.config);
         const bool split_name = splitting && !cfg.stream_k && !cfg.skinny;
         return cfg.name() + (split_name ? "_splitk" + std::to_string(it.split) : std::string());

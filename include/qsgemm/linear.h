@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace qsgemm {
 
@@ -31,6 +32,11 @@ struct LinearPlan {
   int config = -1;             // the configuration index
   int split_k = 1;             // K slices (1: no split)
   size_t workspace_bytes = 0;  // what the plan needs (0: none)
+  // A second launch on the last tail_rows tokens, [M - tail_rows, M), with configuration
+  // tail_config, after `config` on the first M - (M mod its token column) tokens (2:4 sparse only,
+  // where the last token tile would otherwise read past M: docs/performance.md). -1: none.
+  int tail_config = -1;
+  int64_t tail_rows = 0;
 };
 
 }  // namespace qsgemm

@@ -296,6 +296,37 @@ TEST(Sparse24Gpu, LinearEveryTokenCount) {
     check_linear(w, LinearSpec{M}, rng);
 }
 
+// Plans with a tail launch (sparse24_tail): the main launch on whole token columns, then a narrower
+// one on the last tokens, overlapping the main launch's last rows. Every element is checked, with
+// every output dtype, both scale kinds, bias, fast accumulation and padded leading dimensions.
+TEST(Sparse24Gpu, LinearWithTailLaunch) {
+  QSGEMM_REQUIRE_SM90();
+  std::mt19937 rng(11);
+  Weight w;
+  make_weight(w, 4096, 2048, rng);
+  int tails = 0;
+  auto run = [&](const LinearSpec& s) {
+    Sparse24Options o;
+    o.fast_accum = s.fast_accum;
+    const LinearPlan plan = sparse24_plan(s.M, w.N, w.K, o);
+    EXPECT_GE(plan.tail_config, 0) << "M=" << s.M << ": this test wants a plan with a tail";
+    tails += plan.tail_config >= 0;
+    check_linear(w, s, rng);
+  };
+  for (int64_t M : {257, 259, 262, 288, 295, 513, 519})
+    run(LinearSpec{M});
+  run(LinearSpec{261, DType::kF32, DType::kF32});
+  run(LinearSpec{263, DType::kF16, DType::kF16, true});
+  run(LinearSpec{289, DType::kBF16, DType::kBF16, false, -1, 16, 8});
+  LinearSpec fast{290};
+  fast.fast_accum = true;
+  run(fast);
+  LinearSpec no_ws{291};
+  no_ws.workspace = false;
+  run(no_ws);
+  EXPECT_GE(tails, 11);
+}
+
 TEST(Sparse24Gpu, LinearShapesAroundAlignmentAndTileEdges) {
   QSGEMM_REQUIRE_SM90();
   std::mt19937 rng(3);
