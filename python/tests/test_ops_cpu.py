@@ -181,6 +181,22 @@ def test_compile_fullgraph_cpu():
     torch.testing.assert_close(compiled(x), f(x), rtol=0, atol=0)
 
 
+def test_compile_fullgraph_out_variants_cpu():
+    _, values, meta, s = sparse_weight(64, 128)
+
+    def f(x):
+        q, sx = ops.quantize_fp8_per_token(x)
+        out = torch.empty(x.shape[0], 64, dtype=torch.float32)
+        ops.sparse24_linear_out(q, sx, values, meta, s, out=out)
+        d = torch.empty(64, 128)
+        ops.sparse24_decompress_out(values, meta, s, 64, 128, out=d)
+        return out * 2, d
+
+    x = torch.randn(5, 128, dtype=torch.bfloat16)
+    got, expect = torch.compile(f, fullgraph=True)(x), f(x)
+    assert torch.equal(got[0], expect[0]) and torch.equal(got[1], expect[1])
+
+
 # ---- errors --------------------------------------------------------------------------------------------------
 
 
