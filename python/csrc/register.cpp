@@ -34,7 +34,10 @@ bool is_cuda(const Tensor& t) { return t.is_cuda(); }
 
 template <bool Cuda>
 Tensor decompress(const Tensor& values, const Tensor& meta, const Tensor& scale, int64_t N, int64_t K, ScalarType dtype) {
-  Tensor out = empty({N > 0 ? N : 0, K > 0 ? K : 0}, dtype_code(dtype), values);
+  const int32_t d = dtype_code(dtype);
+  if (d != dtype_codes().bf16 && d != dtype_codes().f32)
+    fail("sparse24_decompress", qsgemm::Status::kInvalidArgument, "dtype", "must be torch.bfloat16 or torch.float32");
+  Tensor out = empty({N > 0 ? N : 0, K > 0 ? K : 0}, d, values);
   if constexpr (Cuda) cuda::sparse24_decompress_out(values, meta, scale, N, K, out);
   else cpu::sparse24_decompress_out(values, meta, scale, N, K, out);
   return out;

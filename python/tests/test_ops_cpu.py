@@ -222,6 +222,8 @@ def test_errors_value_error():
         ops.sparse24_compress(bad.nan_to_num(), given_scale=torch.zeros(64))
     with pytest.raises(ValueError, match=r"must be torch.bfloat16, torch.float16 or torch.float32"):
         ops.sparse24_linear(*fp8_activation(4, 128), values, meta, s, out_dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"qsgemm::sparse24_decompress: must be torch.bfloat16 or torch.float32"):
+        ops.sparse24_decompress(values, meta, s, 64, 128, torch.float16)
     with pytest.raises(NotImplementedError, match=r"per_tensor weights are not supported"):
         ops.quantize_fp8_weight(torch.randn(64, 128), "per_tensor")
 
