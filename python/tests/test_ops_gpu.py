@@ -134,6 +134,50 @@ def test_blockwise_linear_vs_float64(M, gx, gw, K):
         torch.testing.assert_close(out, y, rtol=0, atol=0)
 
 
+# Shapes whose plan needs a workspace (from torch's caching allocator), by the library's plan on a
+# 132-SM H200: split-K (sparse 2 slices, blockwise 4 slices) and sparse stream-K.
+WORKSPACE_SHAPES = [("sparse24", 16, 512, 4096), ("blockwise", 16, 512, 4096), ("sparse24", 2048, 256, 4096)]
+
+
+@pytest.mark.parametrize("family,M,N,K", WORKSPACE_SHAPES)
+def test_workspace_plans_eager_and_graph(family, M, N, K):
+    x = torch.randn(M, K, dtype=torch.bfloat16, device="cuda")
+    if family == "sparse24":
+        _, values, meta, s = sparse_weight(N, K, "cuda")
+        wd = ops.sparse24_decompress(values, meta, s, N, K, torch.float32)
+
+        def f(x):
+            q, sx = ops.quantize_fp8_per_token(x)
+            return ops.sparse24_linear(q, sx, values, meta, s), q, sx
+
+        def reference(q, sx):
+            return ref.sparse24_linear_ref(q.float(), sx, wd)
+    else:
+        wq, sw = ops.quantize_fp8_weight(torch.randn(N, K, dtype=torch.bfloat16, device="cuda"))
+
+        def f(x):
+            q, sx = ops.quantize_fp8_per_token_group(x)
+            return ops.blockwise_linear(q, sx, "group_1x128", wq, sw, "block_128x128"), q, sx
+
+        def reference(q, sx):
+            return ref.blockwise_linear_ref(q.float(), sx, "group_1x128", wq.float(), sw, "block_128x128")
+
+    y, q, sx = f(x)
+    ref.check_gemm(y, reference(q, sx), family)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        f(x)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        yg, qg, sxg = f(x)
+    x.copy_(torch.randn_like(x))
+    g.replay()
+    torch.testing.assert_close(yg, f(x)[0], rtol=0, atol=0)
+    ref.check_gemm(yg, reference(qg, sxg), family)
+
+
 def test_zero_rows_and_errors_cuda():
     _, values, meta, s = sparse_weight(64, 128, "cuda")
     q = torch.empty(0, 128, dtype=E4M3, device="cuda")
