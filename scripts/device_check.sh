@@ -60,10 +60,14 @@ if has pytest; then
     note "pytest: no wheel in $bin/whl (run scripts/stage_device.sh)"
     fail "pytest (no wheel)"
   else
+    # pip when the python has it, else the wheel unpacked (a wheel is a zip of site-packages files).
+    install_whl() { "$py" -m pip install --quiet --no-deps --no-index --target "$site" "$1" || "$py" -m zipfile -e "$1" "$site"; }
     {
-      "$py" -m pip install --quiet --no-deps --no-index --target "$site" "$whl" || "$py" -m zipfile -e "$whl" "$site"
+      install_whl "$whl"
       for m in pytest safetensors; do
-        "$py" -c "import $m" 2>/dev/null || "$py" -m pip install --quiet --no-index --find-links "$bin/whl/deps" --target "$site" "$m"
+        "$py" -c "import $m" 2>/dev/null && continue
+        for w in "$bin"/whl/deps/*.whl; do install_whl "$w"; done
+        break
       done
     } > "$tmp/pytest_install.txt" 2>&1
     # shellcheck disable=SC2086
