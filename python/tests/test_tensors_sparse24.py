@@ -11,6 +11,7 @@ from qsgemm_test_util import (
     DEVICES,
     E4M3,
     assert_close_to_ref,
+    assert_matches,
     dequant_x,
     on_device,
     ref_sparse24_decompress,
@@ -141,7 +142,8 @@ def test_narrow_along_n_relays_metadata(device, scale):
     # Slicing syntax, and the shard's linear.
     s = t[64:128]
     x = torch.randn(3, K, device=dev, dtype=torch.bfloat16)
-    assert torch.equal(F.linear(x, s), F.linear(x, t)[:, 64:128])
+    # Another N may run another kernel configuration on the GPU: equal on CPU, close on GPU.
+    assert_matches(F.linear(x, s), F.linear(x, t)[:, 64:128], dev.type == "cpu", "shard linear")
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -249,9 +251,10 @@ def test_torch_compile_fullgraph(device):
     with torch.no_grad():
         eager = m(x)
         compiled = torch.compile(m, fullgraph=True, backend=backend)
-        assert torch.equal(compiled(x), eager)
+        exact = dev.type == "cpu"  # inductor may round the GELU's input differently
+        assert_matches(compiled(x), eager, exact, "compiled")
         x2 = torch.randn(3, 5, 128, device=dev, dtype=torch.bfloat16)  # another shape
-        assert torch.equal(compiled(x2), m(x2))
+        assert_matches(compiled(x2), m(x2), exact, "compiled, second shape")
 
 
 def test_cuda_graph_capture():
@@ -272,5 +275,5 @@ def test_cuda_graph_capture():
         x.copy_(torch.randn_like(x))
         g.replay()
         torch.cuda.synchronize()
-        assert torch.equal(out, m(x))
+        assert_matches(out, m(x), True, "graph replay")  # same shapes: the same kernel
         assert not torch.equal(out, eager)
