@@ -164,6 +164,16 @@ def _dedup_storage(tensors: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
     return out
 
 
+def _safetensors():
+    try:
+        import safetensors
+        import safetensors.torch  # noqa: F401
+    except ImportError as e:
+        raise ImportError("qsgemm.save_quantized / load_quantized need safetensors: "
+                          "pip install safetensors") from e
+    return safetensors
+
+
 def save_quantized(model_or_state_dict: Union[nn.Module, Mapping[str, torch.Tensor]],
                    path: Union[str, os.PathLike],
                    metadata: Optional[Mapping[str, str]] = None) -> None:
@@ -171,8 +181,7 @@ def save_quantized(model_or_state_dict: Union[nn.Module, Mapping[str, torch.Tens
 
     ``metadata``: extra string key/values for the header (the key ``"qsgemm"`` is reserved).
     """
-    from safetensors.torch import save_file
-
+    save_file = _safetensors().torch.save_file
     sd = (model_or_state_dict.state_dict() if isinstance(model_or_state_dict, nn.Module)
           else model_or_state_dict)
     tensors, meta = flatten_state_dict(sd)
@@ -186,8 +195,7 @@ def save_quantized(model_or_state_dict: Union[nn.Module, Mapping[str, torch.Tens
 def load_quantized_state_dict(path: Union[str, os.PathLike],
                               device: Union[str, torch.device] = "cpu") -> Dict[str, torch.Tensor]:
     """Read a file written by :func:`save_quantized` into a state dict (quantized tensors rebuilt)."""
-    from safetensors import safe_open
-
+    safe_open = _safetensors().safe_open
     with safe_open(os.fspath(path), framework="pt", device=str(device)) as f:
         metadata = f.metadata()
         tensors = {k: f.get_tensor(k) for k in f.keys()}
