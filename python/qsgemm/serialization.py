@@ -66,10 +66,6 @@ def _decode_attrs(attrs: Mapping[str, Any], name: str) -> Dict[str, Any]:
     return out
 
 
-def _granularity(t: QuantizedWeightTensor) -> str:
-    return t.granularity
-
-
 def flatten_state_dict(state_dict: Mapping[str, torch.Tensor]) -> Tuple[Dict[str, torch.Tensor], Dict[str, str]]:
     """(plain tensors, safetensors string metadata) for a state dict with quantized tensors."""
     tensors: Dict[str, torch.Tensor] = {}
@@ -95,7 +91,7 @@ def flatten_state_dict(state_dict: Mapping[str, torch.Tensor]) -> Tuple[Dict[str
                 "type": type_name,
                 "shape": list(t.shape),
                 "attributes": {k: _encode_attr(v) for k, v in t._attributes().items()},
-                "granularity": _granularity(t),
+                "granularity": t.granularity,
                 "data": data,
             }
         elif isinstance(t, torch.Tensor):

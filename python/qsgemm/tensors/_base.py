@@ -30,7 +30,6 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
-from torch.utils._python_dispatch import return_and_correct_aliasing  # noqa: F401  (kept for users)
 
 aten = torch.ops.aten
 

@@ -71,7 +71,7 @@ class Sparse24Fp8Tensor(QuantizedWeightTensor):
         self.transposed = bool(transposed)
         self.fast_accum = bool(fast_accum)
 
-    # ``dtype`` is the wrapper's own dtype; the attribute list reads it from there.
+    # ``dtype`` (an attribute name) is the wrapper's own dtype, set in __new__.
     @property
     def N(self) -> int:
         return self.qdata.shape[0]
