@@ -16,7 +16,7 @@ from ._base import (
     _slice_range,
     register_common_ops,
 )
-from ._linear import flatten_activation, prepare_bias, register_linear
+from ._linear import flatten_activation, prepare_bias, register_linear, restore_leading
 
 aten = torch.ops.aten
 
@@ -138,7 +138,7 @@ class BlockwiseFp8Tensor(QuantizedWeightTensor):
             xq, xs, x_gran, w.qdata, w.scale, w.granularity,
             prepare_bias(bias, N, out_dtype, "BlockwiseFp8Tensor"), out_dtype,
         )
-        return y.reshape(*lead, N)
+        return restore_leading(y, lead, N)
 
     def narrow_rows(self, start: int, end: int) -> "BlockwiseFp8Tensor":
         """Rows [start, end) as a new weight (a tensor-parallel shard), fresh buffers.

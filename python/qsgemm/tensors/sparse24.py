@@ -15,7 +15,7 @@ from ._base import (
     _slice_range,
     register_common_ops,
 )
-from ._linear import flatten_activation, prepare_bias, register_linear
+from ._linear import flatten_activation, prepare_bias, register_linear, restore_leading
 
 aten = torch.ops.aten
 
@@ -125,7 +125,7 @@ class Sparse24Fp8Tensor(QuantizedWeightTensor):
             xq, xs, w.qdata, w.sparse_metadata, w.scale,
             prepare_bias(bias, N, out_dtype, "Sparse24Fp8Tensor"), out_dtype, w.fast_accum,
         )
-        return y.reshape(*lead, N)
+        return restore_leading(y, lead, N)
 
     def narrow_rows(self, start: int, end: int) -> "Sparse24Fp8Tensor":
         """Rows [start, end) (output features) as a new weight, e.g. a tensor-parallel shard.
