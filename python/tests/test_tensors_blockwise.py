@@ -173,3 +173,17 @@ def test_cuda_graph_capture(granularity):
         g.replay()
         torch.cuda.synchronize()
         assert torch.equal(out, m(x))
+
+
+@pytest.mark.parametrize("M", [1, 33, 300])
+@pytest.mark.parametrize("granularity", GRANULARITIES)
+def test_gpu_linear_model_shapes(M, granularity):
+    """Shapes that reach the decode and tiled kernels, with partial K groups, vs float64 (GPU only)."""
+    require_gpu()
+    dev = torch.device("cuda")
+    N, K = 1024, 2064  # K % 128 = 16: a partial last group
+    w = torch.randn(N, K, device=dev, dtype=torch.bfloat16)
+    t = BlockwiseFp8Tensor.from_float(w, granularity)
+    b = torch.randn(N, device=dev, dtype=torch.bfloat16)
+    x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
+    assert_close_to_ref(F.linear(x, t, b), ref_linear(x.cpu(), t, b), f"M={M}")

@@ -277,3 +277,23 @@ def test_cuda_graph_capture():
         torch.cuda.synchronize()
         assert_matches(out, m(x), True, "graph replay")  # same shapes: the same kernel
         assert not torch.equal(out, eager)
+
+
+@pytest.mark.parametrize("M", [1, 33, 300])
+@pytest.mark.parametrize("fast_accum", [False, True])
+def test_gpu_linear_model_shapes(M, fast_accum):
+    """Shapes that reach the decode, data-parallel and stream-K kernels, vs float64 (GPU only)."""
+    require_gpu()
+    dev = torch.device("cuda")
+    N, K = 1024, 2048
+    w = torch.randn(N, K, device=dev, dtype=torch.bfloat16)
+    t = Sparse24Fp8Tensor.from_float(w, fast_accum=fast_accum)
+    b = torch.randn(N, device=dev, dtype=torch.bfloat16)
+    x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
+    y = F.linear(x, t, b)
+    ref = ref_linear(x.cpu(), t, b)  # x quantized by the CPU op: bit-identical to the GPU's
+    if fast_accum:
+        # FP8 fast accumulation over the whole K: a looser bound (docs/performance.md measures it).
+        assert_matches(y.cpu().double(), ref, False, "fast_accum")
+    else:
+        assert_close_to_ref(y, ref, f"M={M}")
