@@ -217,10 +217,10 @@ def load_quantized(model: nn.Module, path: Union[str, os.PathLike], strict: bool
     """Load a file written by :func:`save_quantized` into ``model`` (quantized or not).
 
     A quantized entry replaces the parameter of that name (so a freshly built, unquantized model
-    becomes the quantized one); a plain entry is copied into the existing parameter or buffer. Each
-    tensor goes to ``device``, or to the device of the parameter it replaces. With ``strict``, keys
-    of the model missing from the file, or of the file missing from the model, raise a
-    ``KeyError``; otherwise they are returned.
+    becomes the quantized one), on ``device`` or else the device of the parameter it replaces; a
+    plain entry is copied into the existing parameter or buffer (keeping its device and dtype).
+    With ``strict``, keys of the model missing from the file, or of the file missing from the
+    model, raise a ``KeyError``; otherwise they are returned.
     """
     sd = load_quantized_state_dict(path, device="cpu")
     expected = set(model.state_dict().keys())
