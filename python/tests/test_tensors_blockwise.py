@@ -146,10 +146,11 @@ def test_torch_compile_fullgraph(device, granularity):
     assert isinstance(m[0].weight, BlockwiseFp8Tensor)
     x = torch.randn(3, 4, 256, device=dev, dtype=torch.bfloat16)
     torch._dynamo.reset()
-    backend = "inductor" if dev.type == "cuda" else "aot_eager"
+    # inductor once on the GPU (its compile time is the cost); aot_eager traces the same subclass.
+    inductor = dev.type == "cuda" and granularity == "block_128x128"
     with torch.no_grad():
-        compiled = torch.compile(m, fullgraph=True, backend=backend)
-        assert_matches(compiled(x), m(x), dev.type == "cpu", "compiled")
+        compiled = torch.compile(m, fullgraph=True, backend="inductor" if inductor else "aot_eager")
+        assert_matches(compiled(x), m(x), not inductor, "compiled")
 
 
 @pytest.mark.parametrize("granularity", GRANULARITIES)
