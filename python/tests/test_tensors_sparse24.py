@@ -297,3 +297,24 @@ def test_gpu_linear_model_shapes(M, fast_accum):
         assert_matches(y.cpu().double(), ref, False, "fast_accum")
     else:
         assert_close_to_ref(y, ref, f"M={M}")
+
+
+def test_compiled_graph_calls_the_qsgemm_ops():
+    """The traced graph holds the quantize and GEMM ops on the flattened buffers (no dequantize)."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    graphs = []
+
+    def capture(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    m = _model("cpu")
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.compile(m, fullgraph=True, backend=aot_autograd(fw_compiler=capture))(
+            torch.randn(4, 128, dtype=torch.bfloat16))
+    targets = [str(n.target) for g in graphs for n in g.graph.nodes if n.op == "call_function"]
+    assert sum("qsgemm.sparse24_linear" in t for t in targets) == 2, targets
+    assert sum("qsgemm.quantize_fp8_per_token" in t for t in targets) == 2, targets
+    assert not any("decompress" in t or t.startswith("aten.mm") for t in targets), targets
