@@ -138,7 +138,10 @@ class QuantizedWeightTensor(torch.Tensor):
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        attrs = ", ".join(f"{k}={v}" for k, v in self._attributes().items())
+        shown = self._attributes()
+        if "granularity" not in shown and hasattr(self, "granularity"):
+            shown = {"granularity": self.granularity, **shown}
+        attrs = ", ".join(f"{k}={v}" for k, v in shown.items())
         data = ", ".join(
             f"{n}={tuple(t.shape)}:{str(t.dtype).replace('torch.', '')}"
             for n, t in zip(self.tensor_data_names, self._data())

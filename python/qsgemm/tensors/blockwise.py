@@ -100,7 +100,7 @@ class BlockwiseFp8Tensor(QuantizedWeightTensor):
             )
         logical = dtype or (w.dtype if w.dtype in (torch.bfloat16, torch.float16, torch.float32)
                             else torch.bfloat16)
-        w = w.contiguous()
+        w = w.detach().contiguous()
         if granularity == "per_row":
             if w.dtype not in (torch.bfloat16, torch.float16):
                 w = w.to(torch.bfloat16)

@@ -103,7 +103,7 @@ class Sparse24Fp8Tensor(QuantizedWeightTensor):
             )
         logical = dtype or (w.dtype if w.dtype in (torch.bfloat16, torch.float16, torch.float32)
                             else torch.bfloat16)
-        values, meta, s = _ops.sparse24_compress(w.contiguous(), prune, scale, None)
+        values, meta, s = _ops.sparse24_compress(w.detach().contiguous(), prune, scale, None)
         return cls(values, meta, s, dtype=logical, fast_accum=fast_accum)
 
     def dequantize(self, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
