@@ -218,7 +218,8 @@ def load_quantized(model: nn.Module, path: Union[str, os.PathLike], strict: bool
 
     A quantized entry replaces the parameter of that name (so a freshly built, unquantized model
     becomes the quantized one), on ``device`` or else the device of the parameter it replaces; a
-    plain entry is copied into the existing parameter or buffer (keeping its device and dtype).
+    plain entry is copied into the existing parameter or buffer (keeping its device and dtype). A
+    model built on the meta device gets new tensors, on ``device`` or else the CPU.
     With ``strict``, keys of the model missing from the file, or of the file missing from the
     model, raise a ``KeyError``; otherwise they are returned.
     """
@@ -235,17 +236,22 @@ def load_quantized(model: nn.Module, path: Union[str, os.PathLike], strict: bool
             module, attr = _resolve(model, name)
             if attr in module._parameters:
                 current = module._parameters[attr]
-                dev = device if device is not None else current.device
-                if isinstance(value, QuantizedWeightTensor) or isinstance(current, QuantizedWeightTensor):
+                # A model built on the meta device (no storage yet) gets the file's tensors on CPU.
+                dev = device if device is not None else (
+                    "cpu" if current.is_meta else current.device)
+                quantized = isinstance(value, QuantizedWeightTensor)
+                if quantized or isinstance(current, QuantizedWeightTensor) or current.is_meta:
+                    value = value.to(dev) if quantized else value.to(dev, current.dtype)
                     module._parameters[attr] = nn.Parameter(
-                        value.to(dev), requires_grad=False if isinstance(value, QuantizedWeightTensor)
-                        else current.requires_grad)
+                        value, requires_grad=False if quantized else current.requires_grad)
                 else:
                     current.copy_(value)
             else:
                 current = module._buffers[attr]
-                if current is None or isinstance(value, QuantizedWeightTensor):
-                    module._buffers[attr] = value.to(device or "cpu")
+                if current is None or current.is_meta or isinstance(value, QuantizedWeightTensor):
+                    dev = device if device is not None else (
+                        "cpu" if current is None or current.is_meta else current.device)
+                    module._buffers[attr] = value.to(dev)
                 else:
                     current.copy_(value)
     return LoadResult(missing, unexpected)
