@@ -68,7 +68,7 @@ if has pytest; then
     } > "$tmp/pytest_install.txt" 2>&1
     # shellcheck disable=SC2086
     (cd python/tests && LD_LIBRARY_PATH="$ld_orig" PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" timeout "${PYTEST_TIMEOUT:-300}" \
-       "$py" -m pytest -q -rs -p no:cacheprovider ${PYTEST_ARGS:-}) > "$tmp/pytest.txt" 2>&1
+       "$py" -m pytest -q -rfEs -p no:cacheprovider ${PYTEST_ARGS:-}) > "$tmp/pytest.txt" 2>&1
     rc=$?
     cat "$tmp/pytest_install.txt" "$tmp/pytest.txt" >> "$out/tests.txt"
     note "pytest: rc=$rc ($(( $(date +%s) - start )) s): $(tail -1 "$tmp/pytest.txt")"

@@ -16,5 +16,5 @@ QSGEMM_ROOT="$PWD/build/python-prefix" .venv/bin/python -m pip install --quiet -
 echo "test_python: venv + package build $(( $(date +%s) - start )) s"
 # From python/tests, so that the installed package (not the source folder) is imported.
 cd python/tests
-../../.venv/bin/python -m pytest -q -rs -p no:cacheprovider "$@"
+../../.venv/bin/python -m pytest -q -rfEs -p no:cacheprovider "$@"
 echo "test_python: $(( $(date +%s) - start )) s in all"

@@ -220,9 +220,10 @@ def test_no_device_sync():
 # ---- host overhead ---------------------------------------------------------------------------------------------
 
 
-def test_host_overhead_sparse24_linear():
-    """Host time per eager call (1000 calls, no sync inside the loop) at a small shape, where the
-    kernel is shorter than the host work: what the caller's thread pays per op."""
+def test_host_overhead_sparse24_linear(capsys):
+    """Host time per eager call (1000 calls) at a small shape: what the caller's thread pays per op.
+    Timed in chunks of 100 calls with a sync between chunks (not timed), so that the launch queue
+    never fills and the figure is the host's, not the GPU's."""
     N, K = 1024, 1024
     _, values, meta, s = sparse_weight(N, K, "cuda")
     q, sx = ops.quantize_fp8_per_token(torch.randn(16, K, dtype=torch.bfloat16, device="cuda"))
@@ -234,12 +235,16 @@ def test_host_overhead_sparse24_linear():
         torch.cuda.synchronize()
         best = float("inf")
         for _ in range(3):
-            t0 = time.perf_counter()
-            for _ in range(1000):
-                fn(q, sx, values, meta, s)
-            best = min(best, (time.perf_counter() - t0) / 1000 * 1e6)
-            torch.cuda.synchronize()
+            total = 0.0
+            for _ in range(10):
+                t0 = time.perf_counter()
+                for _ in range(100):
+                    fn(q, sx, values, meta, s)
+                total += time.perf_counter() - t0
+                torch.cuda.synchronize()
+            best = min(best, total / 1000 * 1e6)
         results[name] = best
-    for name, us in results.items():
-        print(f"host overhead per eager call, {name} (M=16, N={N}, K={K}): {us:.2f} us")
+    with capsys.disabled():  # the figure goes to the log even when the test passes
+        for name, us in results.items():
+            print(f"\nhost overhead per eager call, {name} (M=16, N={N}, K={K}): {us:.2f} us")
     assert results["torch.ops.qsgemm.sparse24_linear"] <= 10.0, results
