@@ -1,0 +1,31 @@
+"""qsgemm: PyTorch ops for qsgemm's FP8 GEMMs on Hopper (2:4-sparse FP8, blockwise FP8).
+
+``import qsgemm`` loads the bundled extension (``libqsgemm_torch.so``, next to the one
+``libqsgemm.so.0`` of the wheel), which registers the ops ``torch.ops.qsgemm.*`` with CPU and CUDA
+kernels; ``qsgemm.ops`` holds their fake (meta) kernels and thin Python wrappers that raise
+ValueError / NotImplementedError / RuntimeError with the library's message. See docs/python.md.
+"""
+
+from pathlib import Path as _Path
+
+import torch as _torch
+
+__version__ = "0.1.0"
+
+
+def _load_extension() -> None:
+    here = _Path(__file__).resolve().parent
+    lib = here / "libqsgemm_torch.so"
+    if not lib.exists():
+        raise ImportError(
+            f"qsgemm: the compiled ops {lib} are missing; build the package with `pip install ./python` "
+            "(see docs/python.md)"
+        )
+    _torch.ops.load_library(str(lib))
+
+
+_load_extension()
+
+from . import _ops as ops  # noqa: E402  (the ops must be registered first)
+
+__all__ = ["ops", "__version__"]

@@ -1,0 +1,14 @@
+"""Quantized weight tensors: torch tensor subclasses that replace ``nn.Linear.weight``."""
+
+from ._base import LOGICAL_DTYPES, QuantizedWeightTensor
+from .blockwise import BLOCKWISE_GRANULARITIES, BlockwiseFp8Tensor
+from .sparse24 import Sparse24Fp8Tensor, sparse24_meta_bytes
+
+__all__ = [
+    "LOGICAL_DTYPES",
+    "QuantizedWeightTensor",
+    "Sparse24Fp8Tensor",
+    "BlockwiseFp8Tensor",
+    "BLOCKWISE_GRANULARITIES",
+    "sparse24_meta_bytes",
+]
