@@ -197,17 +197,23 @@ class TorchQuantizer:
         if self.mode != "compile":
             return
         try:
-            for k in sorted(set(ks)):
-                for m in (64, 1):
-                    x = torch.randn(m, k, device=device, dtype=dtype)
-                    q, s = self(x)
-                    q_ref, s_ref = quantize_per_token_fp8_torch(x)
-                    if not torch.equal(s, s_ref) or not torch.equal(q.view(torch.uint8), q_ref.view(torch.uint8)):
-                        raise RuntimeError(f"compiled quantizer differs from eager at M={m}, K={k}")
+            # no_grad as in the benchmark: dynamo guards on the grad mode (else every shape compiles twice)
+            with torch.no_grad():
+                self._warm_up(ks, device, dtype)
         except Exception as e:  # noqa: BLE001 - any compile failure: measure the eager baseline
             self.mode, self._fn = "eager", quantize_per_token_fp8_torch
             self.note = f"torch.compile of the activation quantizer failed ({type(e).__name__}: {e}); eager used"
             print(f"[e2e] {self.note}", file=sys.stderr)
+
+    def _warm_up(self, ks, device, dtype):
+        for k in sorted(set(ks)):
+            for m in (64, 1):
+                x = torch.randn(m, k, device=device, dtype=dtype)
+                q, s = self(x)
+                # e4m3 rounds to within 2^-4 relatively (normals), 2^-10 * scale absolutely (subnormals)
+                xf, deq = x.float(), q.float() * s
+                if s.shape != (m, 1) or not bool(((deq - xf).abs() <= xf.abs() / 16 + s * 2**-10 + 1e-30).all()):
+                    raise RuntimeError(f"the compiled quantizer is wrong at M={m}, K={k}")
 
 
 def scaled_mm_rowwise(xq, x_scale, w_t, w_scale, out_dtype, use_fast_accum):
@@ -286,11 +292,14 @@ def qsgemm_convert_(layers: nn.Module, variant: str, sparse_fast_accum: bool = F
 
 
 def make_states(model, states=STATES, quantizer: Optional[TorchQuantizer] = None,
-                sparse_fast_accum: bool = False, baseline_fast_accum: bool = True) -> Dict[str, nn.ModuleList]:
+                sparse_fast_accum: bool = False, baseline_fast_accum: bool = True,
+                errors: Optional[Dict[str, str]] = None) -> Dict[str, nn.ModuleList]:
     """One ModuleList of decoder layers per model state (copies of model.model.layers).
 
     Swap one in with `use_state(model, layers)`; the embedding, rotary embedding, final norm and LM
     head are shared. The bf16 layers of the model itself become "torch_bf16@dense".
+    With `errors` (a dict), a qsgemm state whose conversion fails is left out and its error stored
+    there under its key, so that the other states are still measured.
     """
     dense = model.model.layers
     out: Dict[str, nn.ModuleList] = {}
@@ -305,7 +314,14 @@ def make_states(model, states=STATES, quantizer: Optional[TorchQuantizer] = None
             layers = to_torch_fp8_rowwise_(copy.deepcopy(base), quantizer or TorchQuantizer("eager"),
                                            baseline_fast_accum)
         else:
-            layers = qsgemm_convert_(copy.deepcopy(base), variant, sparse_fast_accum)
+            try:
+                layers = qsgemm_convert_(copy.deepcopy(base), variant, sparse_fast_accum)
+            except Exception as e:  # noqa: BLE001
+                if errors is None:
+                    raise
+                errors[key(variant, weights)] = f"conversion failed: {type(e).__name__}: {e}"
+                print(f"[e2e] {key(variant, weights)}: {errors[key(variant, weights)]}", file=sys.stderr)
+                continue
         out[key(variant, weights)] = layers
     return out
 
@@ -411,8 +427,17 @@ def single_sequence_prefill():
 # ---------------------------------------------------------------------------------------------
 # Timing
 # ---------------------------------------------------------------------------------------------
-def _time_samples(run, reset, reps: int) -> List[float]:
-    """`reps` CUDA-event times (us) of run(), reset() before each, outside the timed span."""
+def _time_samples(run, reset, reps: int, cuda: bool = True) -> List[float]:
+    """`reps` times (us) of run(), reset() before each, outside the timed span: CUDA events (on the
+    CPU, for the smoke run only, the wall clock)."""
+    if not cuda:
+        out = []
+        for _ in range(reps):
+            reset()
+            t0 = time.perf_counter()
+            run()
+            out.append((time.perf_counter() - t0) * 1e6)
+        return out
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for i in range(reps):
@@ -424,28 +449,38 @@ def _time_samples(run, reset, reps: int) -> List[float]:
     return [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)]
 
 
+def _sync(cuda: bool) -> None:
+    if cuda:
+        torch.cuda.synchronize()
+
+
 def time_point(model, states: Dict[str, nn.ModuleList], call: Callable[[], torch.Tensor],
-               reset: Callable[[], None], graphs: bool, reps: int, warmup: int, rounds: int) -> Dict[str, object]:
+               reset: Callable[[], None], graphs: bool, reps: int, warmup: int, rounds: int,
+               cuda: bool = True) -> Dict[str, object]:
     """Median time (us) of `call` under every model state, or an error string for a state that failed.
 
     Eager: warm-up calls, then `rounds` rounds over the states of reps/rounds timed calls each.
     Graphs: each state's call is warmed up on a side stream and captured into its own CUDA graph;
     the replays are timed in the same interleaved rounds. The graphs are freed at the end.
     """
+    if graphs and not cuda:
+        raise ValueError("CUDA graphs need CUDA")
     result: Dict[str, object] = {}
     runners: Dict[str, Callable[[], object]] = {}
     graphs_held = []
     for name, layers in states.items():
         use_state(model, layers)
         try:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
+            side = torch.cuda.Stream() if cuda else None
+            if cuda:
+                side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side) if cuda else contextlib.nullcontext():
                 for _ in range(max(warmup, 1)):
                     reset()
                     call()
-            torch.cuda.current_stream().wait_stream(side)
-            torch.cuda.synchronize()
+            if cuda:
+                torch.cuda.current_stream().wait_stream(side)
+            _sync(cuda)
             if graphs:
                 g = torch.cuda.CUDAGraph()
                 reset()
@@ -461,7 +496,8 @@ def time_point(model, states: Dict[str, nn.ModuleList], call: Callable[[], torch
             else:
                 runners[name] = call
         except Exception as e:  # noqa: BLE001 - one state failing must not lose the others
-            torch.cuda.synchronize()
+            with contextlib.suppress(Exception):
+                _sync(cuda)
             result[name] = f"{'capture' if graphs else 'run'} failed: {type(e).__name__}: {e}"
             print(f"[e2e] {name}: {result[name]}", file=sys.stderr)
     samples: Dict[str, List[float]] = {n: [] for n in runners}
@@ -469,12 +505,13 @@ def time_point(model, states: Dict[str, nn.ModuleList], call: Callable[[], torch
     for _ in range(rounds):
         for name, run in runners.items():
             use_state(model, states[name])  # eager calls read the swapped-in layers
-            samples[name] += _time_samples(run, reset, per_round)
+            samples[name] += _time_samples(run, reset, per_round, cuda)
     for name, s in samples.items():
         result[name] = statistics.median(s)
     del graphs_held
-    torch.cuda.synchronize()
-    torch.cuda.empty_cache()
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
     return result
 
 
@@ -497,8 +534,11 @@ def measure_sqnr(model, states: Dict[str, nn.ModuleList], ids: torch.Tensor) -> 
     outs = {}
     for name, layers in states.items():
         use_state(model, layers)
-        with single_sequence_prefill():
-            outs[name] = model.model(input_ids=ids, use_cache=False).last_hidden_state.float()
+        try:
+            with single_sequence_prefill():
+                outs[name] = model.model(input_ids=ids, use_cache=False).last_hidden_state.float()
+        except Exception as e:  # noqa: BLE001 - the timing still runs (and reports the same failure)
+            print(f"[e2e] SQNR of {name} failed: {type(e).__name__}: {e}", file=sys.stderr)
     res = {}
     for name, out in outs.items():
         weights = name.split("@")[1]
@@ -604,6 +644,8 @@ def parse_args(argv=None):
                    help="qsgemm 2:4 with FP8 fast accumulation (default: the library's promoted sums)")
     p.add_argument("--with-lm-head", action="store_true", help="time the LM head too (bf16 in all states)")
     p.add_argument("--quick", action="store_true", help="2 layers, fewer repetitions")
+    p.add_argument("--cpu-smoke", action="store_true",
+                   help="the whole flow on the CPU at a tiny config, eager, wall clock (a test; timings meaningless)")
     p.add_argument("--git-commit", default=None)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
@@ -615,6 +657,8 @@ def parse_args(argv=None):
     args.prefill = [int(v) for v in args.prefill.split(",") if v]
     args.decode = [int(v) for v in args.decode.split(",") if v]
     args.variants = [v for v in args.variants.split(",") if v]
+    if args.cpu_smoke:
+        args.graphs = "eager"
     for v in args.variants:
         if v not in QSGEMM_VARIANTS:
             p.error(f"--variants: {v!r} is not one of {sorted(QSGEMM_VARIANTS)}")
@@ -628,9 +672,10 @@ def selected_states(variants) -> list:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if not torch.cuda.is_available():
-        print("bench/e2e.py times CUDA: no GPU here (the CPU smoke test is python/tests/test_e2e_smoke.py)",
-              file=sys.stderr)
+    cuda = not args.cpu_smoke
+    if cuda and not torch.cuda.is_available():
+        print("bench/e2e.py times CUDA: no GPU here (--cpu-smoke runs the whole flow at a tiny config on "
+              "the CPU, timings meaningless)", file=sys.stderr)
         return 2
     import transformers
 
@@ -641,19 +686,25 @@ def main(argv=None) -> int:
     import qsgemm  # noqa: F401 - fail early, before building the model
 
     t_start = time.time()
-    device = torch.device("cuda")
-    torch.backends.cuda.matmul.allow_tf32 = False
-    props = torch.cuda.get_device_properties(device)
-    layer_name = f"llama3-8b-dims-{args.layers}layers"
-    config = llama_config(args.layers)
+    device = torch.device("cuda" if cuda else "cpu")
+    if cuda:
+        props = torch.cuda.get_device_properties(device)
+        device_name, sms = props.name, props.multi_processor_count
+    else:
+        device_name, sms = "cpu (smoke run: timings meaningless)", 0
+    layer_name = f"llama3-8b-dims-{args.layers}layers" if cuda else f"tiny-{args.layers}layers"
+    config = llama_config(args.layers, tiny=not cuda)
 
     model = build_model(config, device, seed=args.seed)
     quantizer = TorchQuantizer(args.torch_quant)
     quantizer.warm_up([config.hidden_size, config.intermediate_size], device)
-    states = make_states(model, selected_states(args.variants), quantizer,
-                         sparse_fast_accum=args.sparse_fast_accum, baseline_fast_accum=True)
-    print(f"[e2e] model and {len(states)} states ready in {time.time() - t_start:.1f} s "
-          f"({torch.cuda.memory_allocated() / 2**30:.1f} GiB)", file=sys.stderr)
+    state_errors: Dict[str, str] = {}
+    with torch.no_grad():
+        states = make_states(model, selected_states(args.variants), quantizer,
+                             sparse_fast_accum=args.sparse_fast_accum, baseline_fast_accum=True,
+                             errors=state_errors)
+    print(f"[e2e] model and {len(states)} states ready in {time.time() - t_start:.1f} s"
+          + (f" ({torch.cuda.memory_allocated() / 2**30:.1f} GiB)" if cuda else ""), file=sys.stderr)
 
     gen = torch.Generator(device="cpu").manual_seed(args.seed + 7)
     sqnr_ids = torch.randint(0, config.vocab_size, (1, args.sqnr_len), generator=gen).to(device)
@@ -663,49 +714,15 @@ def main(argv=None) -> int:
 
     modes = {"both": (False, True), "eager": (False,), "graphs": (True,)}[args.graphs]
     rows, all_variants = [], []
-
-    def record(family, M, graphs, times, extra):
-        rows.extend(make_rows(layer_name, family, M, graphs, times, sqnr, extra))
-        for name, t in times.items():
-            variant, weights = name.split("@")
-            entry = {"family": family, "M": M, "graphs": graphs, "variant": variant, "weights": weights}
-            entry.update(extra)
-            entry["us"] = _num(t) if not isinstance(t, str) else None
-            if isinstance(t, str):
-                entry["error"] = t
-            all_variants.append(entry)
-        line = "  ".join(f"{n} {t:9.1f}" if not isinstance(t, str) else f"{n} FAILED" for n, t in times.items())
-        print(f"[e2e] {family} M={M} graphs={graphs}: {line} (us)", file=sys.stderr)
-
-    with torch.no_grad():
-        for L in args.prefill:
-            ids = torch.randint(0, config.vocab_size, (1, L), generator=gen).to(device)
-            call = prefill_call(model, ids, args.with_lm_head)
-            for graphs in modes:
-                times = time_point(model, states, call, lambda: None, graphs, args.reps_prefill, args.warmup,
-                                   args.rounds)
-                record("e2e_prefill", L, graphs, times, {})
-            del ids, call
-            torch.cuda.empty_cache()
-        for B in args.decode:
-            step = DecodeStep(model, B, args.kv_len, args.with_lm_head, seed=args.seed + B)
-            for graphs in modes:
-                times = time_point(model, states, step, step.reset, graphs, args.reps_decode, args.warmup,
-                                   args.rounds)
-                record("e2e_decode", B, graphs, times, {"kv_len": args.kv_len})
-            del step
-            torch.cuda.empty_cache()
-    use_state(model, states[key("torch_bf16", "dense")] if key("torch_bf16", "dense") in states
-              else next(iter(states.values())))
-
     report = {
-        "device": props.name,
-        "sms": props.multi_processor_count,
+        "device": device_name,
+        "sms": sms,
         "cuda": torch.version.cuda,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "git_commit": git_commit(args.git_commit),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "complete": False,
         "model": {
             "name": layer_name,
             "config": {k: getattr(config, k) for k in ("hidden_size", "intermediate_size", "num_attention_heads",
@@ -737,16 +754,61 @@ def main(argv=None) -> int:
                         "on 2:4 magnitude-pruned weights; activations per token",
             "blockwise": "qsgemm.BlockwiseFp8Config(weight='block_128x128'); activations 1x128 groups",
         },
+        "state_errors": state_errors,
         "sqnr_db": {n: {k: _num(v) for k, v in s.items()} for n, s in sqnr.items()},
-        "wall_s": round(time.time() - t_start, 1),
         "rows": rows,
         "all_variants": all_variants,
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=1)
-        f.write("\n")
+
+    def write():  # after every point: a run cut short still leaves its rows
+        report["wall_s"] = round(time.time() - t_start, 1)
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out + ".tmp", "w") as f:
+            json.dump(report, f, indent=1, allow_nan=False)
+            f.write("\n")
+        os.replace(args.out + ".tmp", args.out)
+
+    def record(family, M, graphs, times, extra):
+        times.update(state_errors)
+        rows.extend(make_rows(layer_name, family, M, graphs, times, sqnr, extra))
+        for name, t in times.items():
+            variant, weights = name.split("@")
+            entry = {"family": family, "M": M, "graphs": graphs, "variant": variant, "weights": weights}
+            entry.update(extra)
+            entry["us"] = _num(t) if not isinstance(t, str) else None
+            if isinstance(t, str):
+                entry["error"] = t
+            all_variants.append(entry)
+        line = "  ".join(f"{n} {t:9.1f}" if not isinstance(t, str) else f"{n} FAILED" for n, t in times.items())
+        print(f"[e2e] {family} M={M} graphs={graphs}: {line} (us)", file=sys.stderr)
+        write()
+
+    with torch.no_grad():
+        for L in args.prefill:
+            ids = torch.randint(0, config.vocab_size, (1, L), generator=gen).to(device)
+            call = prefill_call(model, ids, args.with_lm_head)
+            for graphs in modes:
+                times = time_point(model, states, call, lambda: None, graphs, args.reps_prefill, args.warmup,
+                                   args.rounds, cuda)
+                record("e2e_prefill", L, graphs, times, {})
+            del ids, call
+            if cuda:
+                torch.cuda.empty_cache()
+        for B in args.decode:
+            step = DecodeStep(model, B, args.kv_len, args.with_lm_head, seed=args.seed + B)
+            for graphs in modes:
+                times = time_point(model, states, step, step.reset, graphs, args.reps_decode, args.warmup,
+                                   args.rounds, cuda)
+                record("e2e_decode", B, graphs, times, {"kv_len": args.kv_len})
+            del step
+            if cuda:
+                torch.cuda.empty_cache()
+    report["complete"] = True
+    write()
     print(f"[e2e] wrote {args.out} ({len(rows)} rows) in {report['wall_s']} s", file=sys.stderr)
+    table_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "readme_e2e_table.py")
+    if os.path.exists(table_script):
+        subprocess.run([sys.executable, table_script, args.out, "--mode", "both"], check=False)
     return 0
 
 
