@@ -23,9 +23,12 @@ Only the decoder layers' linears are converted (q, k, v, o, gate, up, down).
 What is timed (CUDA events, median over repetitions, variants interleaved in rounds):
     e2e_prefill  one forward of a batch-1 prompt of L tokens (L = 2048, 8192), no KV cache
     e2e_decode   one decode step (1 new token per sequence) at batch B (1, 16, 64) against a static
-                 KV cache holding --kv-len tokens (512; the cache has kv_len + 64 slots)
+                 KV cache (transformers' StaticCache) holding --kv-len tokens (512)
 each eager and CUDA-graphed (torch.cuda.CUDAGraph around the same call; every variant of a point
-is timed the same way). The timed call is the decoder stack (`model.model`: embedding, layers,
+is timed the same way). Attention (the same in every variant): transformers' SDPA function run
+without a mask (--attention flash, see `sdpa_unmasked`), so that SDPA's flash kernel does the GQA
+itself; transformers' stock decode path (--attention transformers) copies K and V to all 32 heads
+and takes a masked kernel, which at batch 64 costs more than all the linears of the step. The timed call is the decoder stack (`model.model`: embedding, layers,
 final norm); the LM head is left out (--with-lm-head adds it, last token only in prefill): it is
 the same bf16 GEMM in every variant, and at 128256 x 4096 it would be half of the weight bytes of a
 4-layer model, where in the 32-layer model it is an eighth.
@@ -291,6 +294,11 @@ def qsgemm_convert_(layers: nn.Module, variant: str, sparse_fast_accum: bool = F
     return layers
 
 
+def _copy_layers(model, layers: nn.ModuleList) -> nn.ModuleList:
+    """A deep copy of `layers` that shares the model's config (one attention setting for all states)."""
+    return copy.deepcopy(layers, memo={id(model.config): model.config})
+
+
 def make_states(model, states=STATES, quantizer: Optional[TorchQuantizer] = None,
                 sparse_fast_accum: bool = False, baseline_fast_accum: bool = True,
                 errors: Optional[Dict[str, str]] = None) -> Dict[str, nn.ModuleList]:
@@ -305,17 +313,17 @@ def make_states(model, states=STATES, quantizer: Optional[TorchQuantizer] = None
     out: Dict[str, nn.ModuleList] = {}
     pruned = None
     if any(w == "pruned" for _, w in states):
-        pruned = prune_24_(copy.deepcopy(dense))
+        pruned = prune_24_(_copy_layers(model, dense))
     for variant, weights in states:
         base = dense if weights == "dense" else pruned
         if variant == "torch_bf16":
             layers = base
         elif variant == "torch_fp8_rowwise":
-            layers = to_torch_fp8_rowwise_(copy.deepcopy(base), quantizer or TorchQuantizer("eager"),
+            layers = to_torch_fp8_rowwise_(_copy_layers(model, base), quantizer or TorchQuantizer("eager"),
                                            baseline_fast_accum)
         else:
             try:
-                layers = qsgemm_convert_(copy.deepcopy(base), variant, sparse_fast_accum)
+                layers = qsgemm_convert_(_copy_layers(model, base), variant, sparse_fast_accum)
             except Exception as e:  # noqa: BLE001
                 if errors is None:
                     raise
@@ -328,6 +336,42 @@ def make_states(model, states=STATES, quantizer: Optional[TorchQuantizer] = None
 
 def use_state(model, layers: nn.ModuleList) -> None:
     model.model.layers = layers
+
+
+UNMASKED_SDPA = "sdpa_unmasked"
+
+
+def sdpa_unmasked(module, query, key, value, attention_mask, **kwargs):
+    """transformers' SDPA attention, with no mask: what --attention flash runs.
+
+    Registered under a name that transformers' mask code does not know, so it builds no mask
+    (`_preprocess_mask_arguments` returns None for such names). That is exact for the calls here:
+    a prefill is one unpadded causal prompt (SDPA's is_causal, as transformers' own sdpa path does
+    eagerly), and a decode step runs against a static cache that is exactly full (DecodeStep with
+    full_cache: the new token at position kv_len, the last slot), so every key is visible. Without
+    a mask transformers' sdpa function lets SDPA do GQA itself (enable_gqa: the flash kernel,
+    no K/V head copies); with one (its stock decode path) it first repeats K and V to all 32
+    heads and SDPA takes a masked kernel: at batch 64 and 512 cached tokens those copies move
+    more bytes than all the linears of the step.
+    """
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if attention_mask is not None:
+        raise ValueError(f"{UNMASKED_SDPA}: got an attention mask; this attention is for unmasked calls only")
+    return sdpa_attention_forward(module, query, key, value, None, **kwargs)
+
+
+def set_attention(model, mode: str) -> None:
+    """--attention: "flash" (sdpa_unmasked, the default) or "transformers" (its stock "sdpa")."""
+    if mode == "flash":
+        from transformers import AttentionInterface
+
+        AttentionInterface.register(UNMASKED_SDPA, sdpa_unmasked)
+        model.config._attn_implementation = UNMASKED_SDPA
+    elif mode == "transformers":
+        model.config._attn_implementation = "sdpa"
+    else:
+        raise ValueError(f"--attention {mode!r}: expected 'flash' or 'transformers'")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,9 +398,12 @@ class DecodeStep:
     forward advances in place (also inside a CUDA graph), so `reset()` sets it back to kv_len
     before every timed step: each step writes position kv_len and attends to kv_len + 1 keys.
     The cache holds zeros (the attention's cost does not depend on the values).
+    full_cache: the cache has exactly kv_len + 1 slots (what `sdpa_unmasked` needs); else kv_len + 64
+    (transformers' masked decode path; 64 keeps the mask's length a multiple of 16 for SDPA).
     """
 
-    def __init__(self, model, batch: int, kv_len: int, with_lm_head: bool = False, seed: int = 1):
+    def __init__(self, model, batch: int, kv_len: int, with_lm_head: bool = False, seed: int = 1,
+                 full_cache: Optional[bool] = None):
         from transformers import StaticCache
 
         device = model.device
@@ -364,7 +411,10 @@ class DecodeStep:
         self.model, self.kv_len, self.with_lm_head = model, kv_len, with_lm_head
         self.ids = torch.randint(0, model.config.vocab_size, (batch, 1), generator=g).to(device)
         self.position_ids = torch.full((batch, 1), kv_len, dtype=torch.long, device=device)
-        self.cache = StaticCache(config=model.config, max_cache_len=kv_len + 64)
+        if full_cache is None:
+            full_cache = model.config._attn_implementation == UNMASKED_SDPA
+        self.slots = kv_len + 1 if full_cache else kv_len + 64
+        self.cache = StaticCache(config=model.config, max_cache_len=self.slots)
 
     def reset(self) -> None:
         for layer in getattr(self.cache, "layers", []):
@@ -642,6 +692,9 @@ def parse_args(argv=None):
                    help="the torch baseline's activation quantizer")
     p.add_argument("--sparse-fast-accum", action="store_true",
                    help="qsgemm 2:4 with FP8 fast accumulation (default: the library's promoted sums)")
+    p.add_argument("--attention", default="flash", choices=("flash", "transformers"),
+                   help="flash: transformers' sdpa without a mask (GQA in the flash kernel; see sdpa_unmasked); "
+                        "transformers: its stock sdpa path")
     p.add_argument("--with-lm-head", action="store_true", help="time the LM head too (bf16 in all states)")
     p.add_argument("--quick", action="store_true", help="2 layers, fewer repetitions")
     p.add_argument("--cpu-smoke", action="store_true",
@@ -696,6 +749,7 @@ def main(argv=None) -> int:
     config = llama_config(args.layers, tiny=not cuda)
 
     model = build_model(config, device, seed=args.seed)
+    set_attention(model, args.attention)
     quantizer = TorchQuantizer(args.torch_quant)
     quantizer.warm_up([config.hidden_size, config.intermediate_size], device)
     state_errors: Dict[str, str] = {}
@@ -731,13 +785,17 @@ def main(argv=None) -> int:
             "init": f"transformers' random init, seed {args.seed}, bf16",
             "converted": "the decoder layers' linears (q, k, v, o, gate, up, down); embedding, "
                          "final norm and LM head bf16 in every variant",
-            "attention": "SDPA (transformers 'sdpa'), bf16",
+            "attention": ("transformers' sdpa function without a mask (bench/e2e.py sdpa_unmasked): "
+                          "SDPA flash with enable_gqa, causal prefill, decode against an exactly full cache"
+                          if args.attention == "flash" else
+                          "transformers' stock 'sdpa' (decode: K/V repeated to all heads, masked kernel)"),
         },
         "timed_call": ("model(...) with logits of the last token only" if args.with_lm_head else
                        "model.model(...): embedding, decoder layers, final norm; LM head not timed"),
         "prefill": {"batch": 1, "lengths": args.prefill, "kv_cache": "none"},
         "decode": {"batches": args.decode, "kv_len": args.kv_len, "cache": "transformers StaticCache, "
-                   f"{args.kv_len + 64} slots, one new token per sequence per step"},
+                   f"{args.kv_len + 1 if args.attention == 'flash' else args.kv_len + 64} slots, "
+                   "one new token per sequence per step (at position kv_len)"},
         "timing": {"clock": "CUDA events", "statistic": "median", "reps_prefill": args.reps_prefill,
                    "reps_decode": args.reps_decode, "warmup": args.warmup, "rounds": args.rounds,
                    "graphs": "torch.cuda.CUDAGraph of the same call, one per state and point"},

@@ -147,9 +147,32 @@ def test_qsgemm_states_on_cpu():
             assert out.shape == (2, 1, model.config.hidden_size) and torch.isfinite(out).all()
 
 
-def test_captured_calls_read_no_device_data(monkeypatch):
+def test_unmasked_attention_equals_transformers_sdpa():
+    """--attention flash (no mask, exactly full decode cache) computes what the stock path does."""
+    model = _tiny_model()
+    ids = torch.randint(0, model.config.vocab_size, (1, 24))
+    outs = {}
+    with torch.no_grad():
+        for mode in ("transformers", "flash"):
+            e2e.set_attention(model, mode)
+            prefill = e2e.prefill_call(model, ids)()
+            step = e2e.DecodeStep(model, batch=2, kv_len=8)
+            assert step.slots == (9 if mode == "flash" else 72)
+            step.reset()
+            step()
+            step.reset()
+            outs[mode] = (prefill, step())
+    for a, b in zip(outs["transformers"], outs["flash"]):
+        assert e2e.sqnr_db(a.float(), b.float()) > 40
+    with pytest.raises(ValueError, match="attention mask"):
+        e2e.sdpa_unmasked(None, None, None, None, torch.ones(1))
+
+
+@pytest.mark.parametrize("attention", ["flash", "transformers"])
+def test_captured_calls_read_no_device_data(monkeypatch, attention):
     """On the meta device a host read of tensor data raises: the prefill and decode calls (run as
-    during a CUDA-graph capture) must not make one, and the prefill must keep SDPA's causal path."""
+    during a CUDA-graph capture) must not make one, and the prefill must keep SDPA's causal path
+    (no mask); with --attention flash the decode step has no mask either and SDPA does the GQA."""
     import transformers.utils.import_utils as iu
 
     try:
@@ -158,6 +181,7 @@ def test_captured_calls_read_no_device_data(monkeypatch):
     except pytest.skip.Exception:
         wanted = BASELINE_STATES
     model = _tiny_model()
+    e2e.set_attention(model, attention)
     states = e2e.make_states(model, wanted, e2e.TorchQuantizer("eager"))
     monkeypatch.setattr(iu, "is_cuda_stream_capturing", lambda: True)
     monkeypatch.setattr(e2e, "_stream_capturing", lambda: True)
@@ -165,7 +189,7 @@ def test_captured_calls_read_no_device_data(monkeypatch):
     sdpa = torch.nn.functional.scaled_dot_product_attention
 
     def spy(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, **kw):
-        seen.append((q.shape[2], attn_mask is None, is_causal))
+        seen.append((q.shape[2], attn_mask is None, is_causal, k.shape[2], kw.get("enable_gqa", False)))
         return sdpa(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, **kw)
 
     monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
@@ -178,12 +202,17 @@ def test_captured_calls_read_no_device_data(monkeypatch):
             ids = torch.zeros(1, 32, dtype=torch.long, device="meta")
             out = e2e.prefill_call(model, ids)()
             assert out.shape == (1, 32, model.config.hidden_size)
-            assert seen and all(s == (32, True, True) for s in seen), (name, seen)  # flash-able, as in eager
+            assert seen and all(s == (32, True, True, 32, True) for s in seen), (name, seen)  # flash, GQA
             step = e2e.DecodeStep(model, batch=2, kv_len=8)
             step.ids, step.position_ids = step.ids.to("meta"), step.position_ids.to("meta")
             for _ in range(2):  # the first call initialises the cache (the warm-up does it on the GPU)
                 step.reset()
+                seen.clear()
                 assert step().shape == (2, 1, model.config.hidden_size)
+            if attention == "flash":
+                assert all(s == (1, True, False, 9, True) for s in seen), (name, seen)
+            else:
+                assert all(s == (1, False, False, 72, False) for s in seen), (name, seen)
 
 
 def _fake_report():
