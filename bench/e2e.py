@@ -697,6 +697,7 @@ def parse_args(argv=None):
                         "transformers: its stock sdpa path")
     p.add_argument("--with-lm-head", action="store_true", help="time the LM head too (bf16 in all states)")
     p.add_argument("--quick", action="store_true", help="2 layers, fewer repetitions")
+    p.add_argument("--tiny", action="store_true", help="TINY_DIMS instead of Llama-3-8B's (a test)")
     p.add_argument("--cpu-smoke", action="store_true",
                    help="the whole flow on the CPU at a tiny config, eager, wall clock (a test; timings meaningless)")
     p.add_argument("--git-commit", default=None)
@@ -745,8 +746,9 @@ def main(argv=None) -> int:
         device_name, sms = props.name, props.multi_processor_count
     else:
         device_name, sms = "cpu (smoke run: timings meaningless)", 0
-    layer_name = f"llama3-8b-dims-{args.layers}layers" if cuda else f"tiny-{args.layers}layers"
-    config = llama_config(args.layers, tiny=not cuda)
+    tiny = args.tiny or not cuda
+    layer_name = f"tiny-{args.layers}layers" if tiny else f"llama3-8b-dims-{args.layers}layers"
+    config = llama_config(args.layers, tiny=tiny)
 
     model = build_model(config, device, seed=args.seed)
     set_attention(model, args.attention)

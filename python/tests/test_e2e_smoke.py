@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 import torch
 
-pytest.importorskip("transformers", reason="the end-to-end model is transformers' Llama")
+transformers = pytest.importorskip("transformers", reason="the end-to-end model is transformers' Llama")
+if int(transformers.__version__.split(".")[0]) < 5:
+    pytest.skip(f"bench/e2e.py needs transformers >= 5, found {transformers.__version__}", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -312,10 +314,30 @@ def test_quick_arguments():
         e2e.parse_args(["--variants", "w4a4"])
 
 
-def test_example_runs_on_cpu():
+def test_bench_on_gpu_at_a_tiny_config(tmp_path):
+    """The benchmark's CUDA path (events, CUDA graphs of every state, the qsgemm ops inside a
+    captured model) at a tiny config, in seconds: a check before the full run."""
     _qsgemm_or_skip()
-    if torch.cuda.is_available():
-        pytest.skip("the example picks the GPU when there is one; the GPU run is the device script's")
+    from qsgemm_test_util import require_gpu
+
+    require_gpu()
+    out = tmp_path / "e2e.json"
+    rc = e2e.main(["--tiny", "--layers", "1", "--prefill", "256", "--decode", "1,16", "--kv-len", "64",
+                   "--sqnr-len", "128", "--reps-prefill", "2", "--reps-decode", "4", "--warmup", "1",
+                   "--rounds", "1", "--torch-quant", "eager", "--out", str(out)])
+    assert rc == 0
+    report = json.loads(out.read_text())
+    assert report["complete"] and not report["state_errors"]
+    assert len(report["rows"]) == 3 * 2 * 2  # 3 points x eager/graphs x 2 variants
+    for r in report["rows"]:
+        assert "notes" not in r, r
+        assert r["qsgemm_us"] > 0 and set(r["baselines_us"]) == set(e2e.BASELINES), r
+        assert r["sqnr_db"] > 15 and abs(r["sqnr_db"] - r["baselines_sqnr_db"]["torch_fp8_rowwise"]) < 3, r
+
+
+def test_example_runs():
+    """python/examples/llama_e2e.py --tiny: on the GPU when there is one, else on the CPU ops."""
+    _qsgemm_or_skip()
     r = subprocess.run([sys.executable, str(ROOT / "python" / "examples" / "llama_e2e.py"), "--tiny",
                         "--layers", "1", "--new-tokens", "2", "--format", "blockwise"],
                        capture_output=True, text=True, timeout=300)
