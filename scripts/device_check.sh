@@ -3,7 +3,8 @@
 # suites, compute-sanitizer (memcheck) on the GPU suite, a tuning sweep and the benchmarks; results
 # go to OUT_DIR (8 files at most come back from a device call: this script writes 8).
 #   usage: scripts/device_check.sh OUT_DIR [BIN_DIR=.carry]
-#   env:   STEPS       comma list of info,tests,sanitizer,tune,bench (default: all)
+#   env:   STEPS       comma list of info,pytest,tests,sanitizer,tune,bench (default: all)
+#          PYTEST_ARGS extra pytest arguments for the pytest step (e.g. -k compile); PYTEST_TIMEOUT (300 s)
 #          SHARDS      GPU test shards run in parallel (default 4; the CPU reference dominates)
 #          SAN_FILTER  gtest filter for the sanitizer run (default: every GPU test)
 #          BENCH       sparse24 | blockwise | all (default all), BENCH_ARGS options for both (default
@@ -13,6 +14,10 @@
 #          TUNE        "M,N,K;M,N,K;..." shapes for `qsgemm tune sparse24`
 #          TEST_TIMEOUT, SAN_TIMEOUT  seconds for each test / sanitizer shard (default 480: a device
 #                      call ends at 600 s; a shard that runs out of time counts as failed)
+# The pytest step installs BIN_DIR/whl/qsgemm-*.whl (scripts/stage_device.sh) with
+# `pip install --no-deps --no-index --target` into a temporary folder (pytest / safetensors from
+# BIN_DIR/whl/deps when the python lacks them) and runs python/tests of this tree with the
+# machine's python3 and torch; its output is appended to OUT_DIR/tests.txt (no extra file).
 # QSGEMM_REQUIRE_GPU=1 is set: a GPU test that finds no usable GPU fails instead of skipping. The
 # script keeps going after a failure (every output and the summary are written), then exits 1 when
 # anything failed: the self-check (`qsgemm verify`), a test binary, a sanitizer shard, a bench step.
@@ -20,9 +25,10 @@
 set -uo pipefail
 out="${1:?usage: device_check.sh OUT_DIR [BIN_DIR]}"
 bin="${2:-.carry}"
-steps="${STEPS:-info,tests,sanitizer,tune,bench}"
+steps="${STEPS:-info,pytest,tests,sanitizer,tune,bench}"
 shards="${SHARDS:-4}"
 mkdir -p "$out"
+ld_orig="${LD_LIBRARY_PATH:-}"  # the pytest step: the wheel's own libqsgemm.so.0 (RUNPATH $ORIGIN), not BIN_DIR's
 export LD_LIBRARY_PATH="$bin:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 if [ -z "${QSGEMM_CUSPARSELT_LIB:-}" ]; then
   QSGEMM_CUSPARSELT_LIB="$(python3 -c 'import nvidia.cusparselt as m; print(list(m.__path__)[0])' 2>/dev/null)/lib"
@@ -44,6 +50,31 @@ if has info; then
   rc=$?
   note "verify rc=$rc"
   [ "$rc" -eq 0 ] || fail "info/verify (rc=$rc)"
+fi
+if has pytest; then
+  start=$(date +%s)
+  site="$tmp/site"
+  py="${PYTHON:-python3}"
+  whl="$(ls "$bin"/whl/qsgemm-*.whl 2>/dev/null | head -1)"
+  if [ -z "$whl" ]; then
+    note "pytest: no wheel in $bin/whl (run scripts/stage_device.sh)"
+    fail "pytest (no wheel)"
+  else
+    {
+      "$py" -m pip install --quiet --no-deps --no-index --target "$site" "$whl" || "$py" -m zipfile -e "$whl" "$site"
+      for m in pytest safetensors; do
+        "$py" -c "import $m" 2>/dev/null || "$py" -m pip install --quiet --no-index --find-links "$bin/whl/deps" --target "$site" "$m"
+      done
+    } > "$tmp/pytest_install.txt" 2>&1
+    # shellcheck disable=SC2086
+    (cd python/tests && LD_LIBRARY_PATH="$ld_orig" PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" timeout "${PYTEST_TIMEOUT:-300}" \
+       "$py" -m pytest -q -rfEs -p no:cacheprovider ${PYTEST_ARGS:-}) > "$tmp/pytest.txt" 2>&1
+    rc=$?
+    cat "$tmp/pytest_install.txt" "$tmp/pytest.txt" >> "$out/tests.txt"
+    note "pytest: rc=$rc ($(( $(date +%s) - start )) s): $(tail -1 "$tmp/pytest.txt")"
+    grep -E "^(FAILED|ERROR) |host overhead" "$tmp/pytest.txt" | tee -a "$summary"
+    [ "$rc" -eq 0 ] || fail "pytest (rc=$rc)"
+  fi
 fi
 # GPU tests and the sanitizer run as parallel gtest shards (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX).
 start=$(date +%s)
@@ -71,7 +102,7 @@ for j in "${!jobs_pid[@]}"; do
   [ "$rc" -eq 0 ] || fail "${jobs_name[$j]} (rc=$rc)"
 done
 if has tests; then
-  cat "$tmp/cpu.txt" "$tmp"/gpu.*.txt > "$out/tests.txt"
+  cat "$tmp/cpu.txt" "$tmp"/gpu.*.txt >> "$out/tests.txt"
   note "cpu tests: $(grep -E '^\[  (PASSED|FAILED) ' "$tmp/cpu.txt" | tr '\n' ' ')"
   note "gpu tests: passed $(grep -hE '^\[       OK \]' "$tmp"/gpu.*.txt | wc -l), failed $(grep -hE '^\[  FAILED  \] [A-Za-z0-9_]+\.[A-Za-z0-9_]+ \(' "$tmp"/gpu.*.txt | wc -l), skipped $(grep -hE '^\[  SKIPPED \] [A-Za-z0-9_]+\.[A-Za-z0-9_]+ \(' "$tmp"/gpu.*.txt | wc -l)"
   grep -hE '^\[  FAILED  \] [A-Za-z0-9_]+\.[A-Za-z0-9_]+ \(' "$tmp"/gpu.*.txt | tee -a "$summary"

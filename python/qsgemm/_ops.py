@@ -182,6 +182,9 @@ def _(x, x_scale, x_granularity, w, w_scale, w_granularity, bias=None, *, out):
 
 # ---- wrappers ---------------------------------------------------------------------------------------------
 
+_sl = _ops.sparse24_linear.default
+_bl = _ops.blockwise_linear.default
+
 
 def sparse24_compress(
     w: torch.Tensor, prune: str = "magnitude", scale: str = "per_channel", given_scale: Optional[torch.Tensor] = None
@@ -216,12 +219,22 @@ def sparse24_linear(
     x float8_e4m3fn [M, K] contiguous; x_scale float32 [M] (per token) or [1]; values/meta/w_scale
     from sparse24_compress; bias None or [N] (float32 or the output dtype); out_dtype bfloat16
     (default), float16 or float32. fast_accum: FP8 fast accumulation (faster, larger error)."""
-    return _call(_ops.sparse24_linear.default, x, x_scale, values, meta, w_scale, bias, out_dtype, fast_accum)
+    # Trailing defaults are left out: every argument torch.ops parses is host time on the hot path.
+    if fast_accum:
+        return _call(_sl, x, x_scale, values, meta, w_scale, bias, _out_dtype(out_dtype), True)
+    if out_dtype is not None:
+        return _call(_sl, x, x_scale, values, meta, w_scale, bias, out_dtype)
+    if bias is not None:
+        return _call(_sl, x, x_scale, values, meta, w_scale, bias)
+    return _call(_sl, x, x_scale, values, meta, w_scale)
 
 
 def sparse24_linear_out(x, x_scale, values, meta, w_scale, bias=None, fast_accum: bool = False, *, out) -> torch.Tensor:
     """sparse24_linear into ``out`` ([M, N] bf16/fp16/fp32, contiguous; its dtype is the output dtype)."""
-    _call(_ops.sparse24_linear.out, x, x_scale, values, meta, w_scale, bias, fast_accum, out=out)
+    if fast_accum:
+        _call(_ops.sparse24_linear.out, x, x_scale, values, meta, w_scale, bias, True, out=out)
+    else:
+        _call(_ops.sparse24_linear.out, x, x_scale, values, meta, w_scale, bias, out=out)
     return out
 
 
@@ -256,7 +269,11 @@ def blockwise_linear(
     "block_128x128" ([ceil(M/128), G]) with w "block_128x128" ([ceil(N/128), G]) or "group_1x128"
     ([N, G]); or x "per_row" [M] with w "per_row" [N]. bias None or [N]; out_dtype bfloat16
     (default), float16 or float32."""
-    return _call(_ops.blockwise_linear.default, x, x_scale, x_granularity, w, w_scale, w_granularity, bias, out_dtype)
+    if out_dtype is not None:  # trailing defaults left out, as in sparse24_linear
+        return _call(_bl, x, x_scale, x_granularity, w, w_scale, w_granularity, bias, out_dtype)
+    if bias is not None:
+        return _call(_bl, x, x_scale, x_granularity, w, w_scale, w_granularity, bias)
+    return _call(_bl, x, x_scale, x_granularity, w, w_scale, w_granularity)
 
 
 def blockwise_linear_out(x, x_scale, x_granularity: str, w, w_scale, w_granularity: str, bias=None, *, out):
