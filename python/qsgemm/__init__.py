@@ -29,3 +29,27 @@ _load_extension()
 from . import _ops as ops  # noqa: E402  (the ops must be registered first)
 
 __all__ = ["ops", "__version__"]
+
+# ---- pkg-py: quantized weight tensors, model conversion, serialization (issue #25 items 3-5) ----
+from .tensors import BlockwiseFp8Tensor, QuantizedWeightTensor, Sparse24Fp8Tensor  # noqa: E402
+from .configs import BlockwiseFp8Config, Sparse24Fp8Config  # noqa: E402
+from .quantize import SkippedLayer, quantize_  # noqa: E402
+from .serialization import (  # noqa: E402
+    load_quantized,
+    load_quantized_state_dict,
+    save_quantized,
+)
+
+__all__ += [
+    "Sparse24Fp8Tensor",
+    "BlockwiseFp8Tensor",
+    "QuantizedWeightTensor",
+    "Sparse24Fp8Config",
+    "BlockwiseFp8Config",
+    "SkippedLayer",
+    "quantize_",
+    "save_quantized",
+    "load_quantized",
+    "load_quantized_state_dict",
+]
+# ---- end pkg-py ----

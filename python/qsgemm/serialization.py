@@ -66,10 +66,6 @@ def _decode_attrs(attrs: Mapping[str, Any], name: str) -> Dict[str, Any]:
     return out
 
 
-def _granularity(t: QuantizedWeightTensor) -> str:
-    return t.granularity
-
-
 def flatten_state_dict(state_dict: Mapping[str, torch.Tensor]) -> Tuple[Dict[str, torch.Tensor], Dict[str, str]]:
     """(plain tensors, safetensors string metadata) for a state dict with quantized tensors."""
     tensors: Dict[str, torch.Tensor] = {}
@@ -95,7 +91,7 @@ def flatten_state_dict(state_dict: Mapping[str, torch.Tensor]) -> Tuple[Dict[str
                 "type": type_name,
                 "shape": list(t.shape),
                 "attributes": {k: _encode_attr(v) for k, v in t._attributes().items()},
-                "granularity": _granularity(t),
+                "granularity": t.granularity,
                 "data": data,
             }
         elif isinstance(t, torch.Tensor):
@@ -164,6 +160,16 @@ def _dedup_storage(tensors: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
     return out
 
 
+def _safetensors():
+    try:
+        import safetensors
+        import safetensors.torch  # noqa: F401
+    except ImportError as e:
+        raise ImportError("qsgemm.save_quantized / load_quantized need safetensors: "
+                          "pip install safetensors") from e
+    return safetensors
+
+
 def save_quantized(model_or_state_dict: Union[nn.Module, Mapping[str, torch.Tensor]],
                    path: Union[str, os.PathLike],
                    metadata: Optional[Mapping[str, str]] = None) -> None:
@@ -171,8 +177,7 @@ def save_quantized(model_or_state_dict: Union[nn.Module, Mapping[str, torch.Tens
 
     ``metadata``: extra string key/values for the header (the key ``"qsgemm"`` is reserved).
     """
-    from safetensors.torch import save_file
-
+    save_file = _safetensors().torch.save_file
     sd = (model_or_state_dict.state_dict() if isinstance(model_or_state_dict, nn.Module)
           else model_or_state_dict)
     tensors, meta = flatten_state_dict(sd)
@@ -186,8 +191,7 @@ def save_quantized(model_or_state_dict: Union[nn.Module, Mapping[str, torch.Tens
 def load_quantized_state_dict(path: Union[str, os.PathLike],
                               device: Union[str, torch.device] = "cpu") -> Dict[str, torch.Tensor]:
     """Read a file written by :func:`save_quantized` into a state dict (quantized tensors rebuilt)."""
-    from safetensors import safe_open
-
+    safe_open = _safetensors().safe_open
     with safe_open(os.fspath(path), framework="pt", device=str(device)) as f:
         metadata = f.metadata()
         tensors = {k: f.get_tensor(k) for k in f.keys()}
@@ -213,10 +217,11 @@ def load_quantized(model: nn.Module, path: Union[str, os.PathLike], strict: bool
     """Load a file written by :func:`save_quantized` into ``model`` (quantized or not).
 
     A quantized entry replaces the parameter of that name (so a freshly built, unquantized model
-    becomes the quantized one); a plain entry is copied into the existing parameter or buffer. Each
-    tensor goes to ``device``, or to the device of the parameter it replaces. With ``strict``, keys
-    of the model missing from the file, or of the file missing from the model, raise a
-    ``KeyError``; otherwise they are returned.
+    becomes the quantized one), on ``device`` or else the device of the parameter it replaces; a
+    plain entry is copied into the existing parameter or buffer (keeping its device and dtype). A
+    model built on the meta device gets new tensors, on ``device`` or else the CPU.
+    With ``strict``, keys of the model missing from the file, or of the file missing from the
+    model, raise a ``KeyError``; otherwise they are returned.
     """
     sd = load_quantized_state_dict(path, device="cpu")
     expected = set(model.state_dict().keys())
@@ -231,17 +236,22 @@ def load_quantized(model: nn.Module, path: Union[str, os.PathLike], strict: bool
             module, attr = _resolve(model, name)
             if attr in module._parameters:
                 current = module._parameters[attr]
-                dev = device if device is not None else current.device
-                if isinstance(value, QuantizedWeightTensor) or isinstance(current, QuantizedWeightTensor):
+                # A model built on the meta device (no storage yet) gets the file's tensors on CPU.
+                dev = device if device is not None else (
+                    "cpu" if current.is_meta else current.device)
+                quantized = isinstance(value, QuantizedWeightTensor)
+                if quantized or isinstance(current, QuantizedWeightTensor) or current.is_meta:
+                    value = value.to(dev) if quantized else value.to(dev, current.dtype)
                     module._parameters[attr] = nn.Parameter(
-                        value.to(dev), requires_grad=False if isinstance(value, QuantizedWeightTensor)
-                        else current.requires_grad)
+                        value, requires_grad=False if quantized else current.requires_grad)
                 else:
                     current.copy_(value)
             else:
                 current = module._buffers[attr]
-                if current is None or isinstance(value, QuantizedWeightTensor):
-                    module._buffers[attr] = value.to(device or "cpu")
+                if current is None or current.is_meta or isinstance(value, QuantizedWeightTensor):
+                    dev = device if device is not None else (
+                        "cpu" if current is None or current.is_meta else current.device)
+                    module._buffers[attr] = value.to(dev)
                 else:
                     current.copy_(value)
     return LoadResult(missing, unexpected)

@@ -91,6 +91,20 @@ def test_safetensors_round_trip_bit_exact(tmp_path, device):
 
 
 @pytest.mark.filterwarnings("ignore:qsgemm.quantize_")
+def test_load_into_a_model_built_on_meta(tmp_path):
+    m = quantized("cpu")
+    path = tmp_path / "m.safetensors"
+    qsgemm.save_quantized(m, path)
+    with torch.device("meta"):
+        empty = build()
+    qsgemm.load_quantized(empty, path)
+    for k, v in m.state_dict().items():
+        assert_same(empty.state_dict()[k], v)
+    x = torch.randn(3, 128, dtype=torch.bfloat16)
+    assert torch.equal(empty["a"](x), m["a"](x))
+
+
+@pytest.mark.filterwarnings("ignore:qsgemm.quantize_")
 def test_strict_keys(tmp_path):
     path = tmp_path / "m.safetensors"
     qsgemm.save_quantized(quantized("cpu"), path)

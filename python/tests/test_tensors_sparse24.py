@@ -11,6 +11,7 @@ from qsgemm_test_util import (
     DEVICES,
     E4M3,
     assert_close_to_ref,
+    assert_matches,
     dequant_x,
     on_device,
     ref_sparse24_decompress,
@@ -141,7 +142,8 @@ def test_narrow_along_n_relays_metadata(device, scale):
     # Slicing syntax, and the shard's linear.
     s = t[64:128]
     x = torch.randn(3, K, device=dev, dtype=torch.bfloat16)
-    assert torch.equal(F.linear(x, s), F.linear(x, t)[:, 64:128])
+    # Another N may run another kernel configuration on the GPU: equal on CPU, close on GPU.
+    assert_matches(F.linear(x, s), F.linear(x, t)[:, 64:128], dev.type == "cpu", "shard linear")
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -249,9 +251,10 @@ def test_torch_compile_fullgraph(device):
     with torch.no_grad():
         eager = m(x)
         compiled = torch.compile(m, fullgraph=True, backend=backend)
-        assert torch.equal(compiled(x), eager)
+        exact = dev.type == "cpu"  # inductor may round the GELU's input differently
+        assert_matches(compiled(x), eager, exact, "compiled")
         x2 = torch.randn(3, 5, 128, device=dev, dtype=torch.bfloat16)  # another shape
-        assert torch.equal(compiled(x2), m(x2))
+        assert_matches(compiled(x2), m(x2), exact, "compiled, second shape")
 
 
 def test_cuda_graph_capture():
@@ -272,5 +275,46 @@ def test_cuda_graph_capture():
         x.copy_(torch.randn_like(x))
         g.replay()
         torch.cuda.synchronize()
-        assert torch.equal(out, m(x))
+        assert_matches(out, m(x), True, "graph replay")  # same shapes: the same kernel
         assert not torch.equal(out, eager)
+
+
+@pytest.mark.parametrize("M", [1, 33, 300])
+@pytest.mark.parametrize("fast_accum", [False, True])
+def test_gpu_linear_model_shapes(M, fast_accum):
+    """Shapes that reach the decode, data-parallel and stream-K kernels, vs float64 (GPU only)."""
+    require_gpu()
+    dev = torch.device("cuda")
+    N, K = 1024, 2048
+    w = torch.randn(N, K, device=dev, dtype=torch.bfloat16)
+    t = Sparse24Fp8Tensor.from_float(w, fast_accum=fast_accum)
+    b = torch.randn(N, device=dev, dtype=torch.bfloat16)
+    x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
+    y = F.linear(x, t, b)
+    ref = ref_linear(x.cpu(), t, b)  # x quantized by the CPU op: bit-identical to the GPU's
+    if fast_accum:
+        # FP8 fast accumulation over the whole K: a looser bound (docs/performance.md measures it).
+        assert_matches(y.cpu().double(), ref, False, "fast_accum")
+    else:
+        assert_close_to_ref(y, ref, f"M={M}")
+
+
+def test_compiled_graph_calls_the_qsgemm_ops():
+    """The traced graph holds the quantize and GEMM ops on the flattened buffers (no dequantize)."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    graphs = []
+
+    def capture(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    m = _model("cpu")
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.compile(m, fullgraph=True, backend=aot_autograd(fw_compiler=capture))(
+            torch.randn(4, 128, dtype=torch.bfloat16))
+    targets = [str(n.target) for g in graphs for n in g.graph.nodes if n.op == "call_function"]
+    assert sum("qsgemm.sparse24_linear" in t for t in targets) == 2, targets
+    assert sum("qsgemm.quantize_fp8_per_token" in t for t in targets) == 2, targets
+    assert not any("decompress" in t or t.startswith("aten.mm") for t in targets), targets

@@ -30,7 +30,6 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
-from torch.utils._python_dispatch import return_and_correct_aliasing  # noqa: F401  (kept for users)
 
 aten = torch.ops.aten
 
@@ -139,7 +138,10 @@ class QuantizedWeightTensor(torch.Tensor):
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        attrs = ", ".join(f"{k}={v}" for k, v in self._attributes().items())
+        shown = self._attributes()
+        if "granularity" not in shown and hasattr(self, "granularity"):
+            shown = {"granularity": self.granularity, **shown}
+        attrs = ", ".join(f"{k}={v}" for k, v in shown.items())
         data = ", ".join(
             f"{n}={tuple(t.shape)}:{str(t.dtype).replace('torch.', '')}"
             for n, t in zip(self.tensor_data_names, self._data())

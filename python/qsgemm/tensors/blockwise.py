@@ -16,7 +16,7 @@ from ._base import (
     _slice_range,
     register_common_ops,
 )
-from ._linear import flatten_activation, prepare_bias, register_linear
+from ._linear import flatten_activation, prepare_bias, register_linear, restore_leading
 
 aten = torch.ops.aten
 
@@ -100,7 +100,7 @@ class BlockwiseFp8Tensor(QuantizedWeightTensor):
             )
         logical = dtype or (w.dtype if w.dtype in (torch.bfloat16, torch.float16, torch.float32)
                             else torch.bfloat16)
-        w = w.contiguous()
+        w = w.detach().contiguous()
         if granularity == "per_row":
             if w.dtype not in (torch.bfloat16, torch.float16):
                 w = w.to(torch.bfloat16)
@@ -138,7 +138,7 @@ class BlockwiseFp8Tensor(QuantizedWeightTensor):
             xq, xs, x_gran, w.qdata, w.scale, w.granularity,
             prepare_bias(bias, N, out_dtype, "BlockwiseFp8Tensor"), out_dtype,
         )
-        return y.reshape(*lead, N)
+        return restore_leading(y, lead, N)
 
     def narrow_rows(self, start: int, end: int) -> "BlockwiseFp8Tensor":
         """Rows [start, end) as a new weight (a tensor-parallel shard), fresh buffers.

@@ -15,7 +15,7 @@ from ._base import (
     _slice_range,
     register_common_ops,
 )
-from ._linear import flatten_activation, prepare_bias, register_linear
+from ._linear import flatten_activation, prepare_bias, register_linear, restore_leading
 
 aten = torch.ops.aten
 
@@ -71,7 +71,7 @@ class Sparse24Fp8Tensor(QuantizedWeightTensor):
         self.transposed = bool(transposed)
         self.fast_accum = bool(fast_accum)
 
-    # ``dtype`` is the wrapper's own dtype; the attribute list reads it from there.
+    # ``dtype`` (an attribute name) is the wrapper's own dtype, set in __new__.
     @property
     def N(self) -> int:
         return self.qdata.shape[0]
@@ -103,7 +103,7 @@ class Sparse24Fp8Tensor(QuantizedWeightTensor):
             )
         logical = dtype or (w.dtype if w.dtype in (torch.bfloat16, torch.float16, torch.float32)
                             else torch.bfloat16)
-        values, meta, s = _ops.sparse24_compress(w.contiguous(), prune, scale, None)
+        values, meta, s = _ops.sparse24_compress(w.detach().contiguous(), prune, scale, None)
         return cls(values, meta, s, dtype=logical, fast_accum=fast_accum)
 
     def dequantize(self, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
@@ -125,7 +125,7 @@ class Sparse24Fp8Tensor(QuantizedWeightTensor):
             xq, xs, w.qdata, w.sparse_metadata, w.scale,
             prepare_bias(bias, N, out_dtype, "Sparse24Fp8Tensor"), out_dtype, w.fast_accum,
         )
-        return y.reshape(*lead, N)
+        return restore_leading(y, lead, N)
 
     def narrow_rows(self, start: int, end: int) -> "Sparse24Fp8Tensor":
         """Rows [start, end) (output features) as a new weight, e.g. a tensor-parallel shard.
