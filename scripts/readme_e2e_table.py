@@ -15,9 +15,7 @@ Reads only `rows` (the shape of shared/BENCH_RESULTS.md). Standard library only.
 """
 import argparse
 import json
-import math
 import sys
-from collections import defaultdict
 
 QS_LABEL = {"sparse24": "qsgemm 2:4 sparse FP8", "blockwise": "qsgemm blockwise FP8 (1x128 · 128x128)"}
 BASE_LABEL = {"torch_bf16": "torch bf16", "torch_fp8_rowwise": "torch FP8 row-wise (`_scaled_mm`)"}
