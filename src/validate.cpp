@@ -75,7 +75,17 @@ void check_no_overlap(const char* fn, const char* out_name, ByteRange out, const
 int stream_device(const char* fn, cudaStream_t stream) {
   int device = -1;
   cudaError_t e;
-  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
+  // cudaStreamGetDevice is not permitted on a stream that is being captured into a CUDA graph: it
+  // fails with cudaErrorStreamCaptureUnsupported and invalidates the capture (tuning/graph_capture.txt).
+  // cudaStreamIsCapturing is; a capturing stream is taken to belong to the current device, the one
+  // the capturing code selected (as torch.cuda.graph does).
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  const bool default_stream = stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
+  if (!default_stream && cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    (void)cudaGetLastError();  // cudaStreamGetDevice below reports a bad stream
+    capture = cudaStreamCaptureStatusNone;
+  }
+  if (default_stream || capture != cudaStreamCaptureStatusNone)
     e = cudaGetDevice(&device);  // the default streams belong to the current device
   else
     e = cudaStreamGetDevice(stream, &device);
