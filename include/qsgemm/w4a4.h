@@ -110,7 +110,8 @@ void w4a4_pack_weight(const MatrixView& w, int group, const MatrixView& w_packed
 //            bit-identical to ref::quantize_int4_groups row by row);
 //   x_scale: float M-major [D1/group][ld_x_scale], ld_x_scale >= L, 4-byte aligned;
 //   x2:      X·L1ᵀ, [L, r], bf16 or fp32 (16-byte aligned base and rows), from the unquantized X,
-//            accumulated in float32 in ascending k (rounded once to bf16 for a bf16 x2).
+//            accumulated in float32 (bf16 X: tensor-core MMAs; fp16 / fp32 X: FMAs in ascending k),
+//            rounded once to bf16 for a bf16 x2.
 // Inputs: x bf16, fp16 or fp32 [L, D1] (base 16-byte aligned, ld * element size % 16 == 0);
 //   lora_down L1: bf16 [r, D1] (16-byte aligned base and rows), r = lora_down.rows with the rank
 //   rule of w4a4_linear (0..128, multiple of 16); x2 must have r columns. r = 0 (lora_down with 0

@@ -10,7 +10,9 @@
 //    reduction over 16 (group 64) or 32 (group 128) lanes; s = amax/7 (1 for amax 0, at least
 //    FLT_MIN), q = clamp(rint(x/s), -8, 7) with IEEE division (__fdiv_rn) — the operations of
 //    int4_scale_from_amax / int4_quantize, so the codes and scales are bit-identical to the CPU;
-//  * each thread accumulates up to 8 outputs (row i, rank j) of X2 over the chunk in float32, in
+//  * X2: for bf16 X, bf16 m16n8k16 MMAs (the 16 rows are one m16 tile, warp w owns rank tiles w and
+//    w + 8) into float32 accumulators; for fp16 / fp32 X (values bf16 cannot hold), each thread
+//    accumulates up to 8 outputs (row i, rank j) over the chunk with scalar float32 FMAs in
 //    ascending k.
 // Non-finite inputs are reported through *bad (the packer) as the smallest row-major index.
 #include <cuda_bf16.h>
@@ -19,6 +21,7 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
 #include "qsgemm/w4a4.h"
@@ -37,6 +40,24 @@ static_assert(kRows * kW4A4MaxRank % kThreads == 0, "X2 outputs divide evenly ov
 __device__ __forceinline__ float load_f32(const float* p, int64_t i) { return p[i]; }
 __device__ __forceinline__ float load_f32(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
 __device__ __forceinline__ float load_f32(const __half* p, int64_t i) { return __half2float(p[i]); }
+
+// X2 = X·L1ᵀ on the tensor cores (bf16 m16n8k16, float32 accumulators) when X is bf16: L1 is bf16,
+// so the products are exact either way, and the scalar loop (fp16 / fp32 X, whose values bf16 cannot
+// hold) would make the quantizer compute-bound at large ranks (L·D1·r FMAs).
+template <class InT>
+inline constexpr bool kX2OnTensorCores = std::is_same_v<InT, __nv_bfloat16>;
+
+__device__ __forceinline__ uint32_t bf16x2(float lo, float hi) {  // exact: the values are bf16
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
 
 __device__ __forceinline__ int int4_code(float x, float s) {
   const float r = rintf(__fdiv_rn(x, s));  // ties to even, as nearbyint in the default mode
@@ -104,7 +125,31 @@ __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_kernel(const W4A4
     }
 
     // ---- X2 partial sums over this chunk --------------------------------------------------------
-    if (rank > 0) {
+    if constexpr (kX2OnTensorCores<InT>) {
+      // bf16 X: the 16 rows are one m16 tile; warp w owns the n8 rank tiles w and w + 8. The bf16
+      // products are exact in the float32 accumulators (as in the scalar path); only the summation
+      // order differs.
+#pragma unroll
+      for (int it = 0; it < 2; ++it) {
+        const int nt = warp + 8 * it;
+        if (nt * 8 >= rank) break;
+        const int g = lane >> 2, t = lane & 3;
+        const uint16_t* lrow = ls + (nt * 8 + g) * kLPitch;
+        float c[4] = {acc[4 * it], acc[4 * it + 1], acc[4 * it + 2], acc[4 * it + 3]};
+#pragma unroll
+        for (int k0 = 0; k0 < kChunk; k0 += 16) {
+          const uint32_t a0 = bf16x2(xs[g][k0 + 2 * t], xs[g][k0 + 2 * t + 1]);
+          const uint32_t a1 = bf16x2(xs[g + 8][k0 + 2 * t], xs[g + 8][k0 + 2 * t + 1]);
+          const uint32_t a2 = bf16x2(xs[g][k0 + 8 + 2 * t], xs[g][k0 + 9 + 2 * t]);
+          const uint32_t a3 = bf16x2(xs[g + 8][k0 + 8 + 2 * t], xs[g + 8][k0 + 9 + 2 * t]);
+          const uint32_t b0 = *reinterpret_cast<const uint32_t*>(lrow + k0 + 2 * t);
+          const uint32_t b1 = *reinterpret_cast<const uint32_t*>(lrow + k0 + 8 + 2 * t);
+          mma_bf16(c, a0, a1, a2, a3, b0, b1);
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[4 * it + e] = c[e];
+      }
+    } else if (rank > 0) {
 #pragma unroll
       for (int q = 0; q < kMaxOut; ++q) {
         const int o = tid + kThreads * q;
@@ -119,18 +164,29 @@ __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_kernel(const W4A4
     }
   }
 
-  if (rank > 0) {
+  auto store_x2 = [&](int64_t r, int j, float v) {
+    if (r >= a.rows) return;
+    if (a.x2_f32)
+      static_cast<float*>(a.x2)[r * a.ld_x2 + j] = v;
+    else
+      static_cast<__nv_bfloat16*>(a.x2)[r * a.ld_x2 + j] = __float2bfloat16_rn(v);
+  };
+  if constexpr (kX2OnTensorCores<InT>) {
+    // m16n8 accumulator layout: c0, c1 at (row g, rank 2t, 2t+1), c2, c3 at row g + 8.
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int it = 0; it < 2; ++it) {
+      const int nt = warp + 8 * it;
+      if (nt * 8 >= rank) break;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) store_x2(r0 + g + 8 * (e >> 1), nt * 8 + 2 * t + (e & 1), acc[4 * it + e]);
+    }
+  } else if (rank > 0) {
 #pragma unroll
     for (int q = 0; q < kMaxOut; ++q) {
       const int o = tid + kThreads * q;
       if (o >= kRows * rank) continue;
-      const int i = o / rank, j = o % rank;
-      const int64_t r = r0 + i;
-      if (r >= a.rows) continue;
-      if (a.x2_f32)
-        static_cast<float*>(a.x2)[r * a.ld_x2 + j] = acc[q];
-      else
-        static_cast<__nv_bfloat16*>(a.x2)[r * a.ld_x2 + j] = __float2bfloat16_rn(acc[q]);
+      store_x2(r0 + o / rank, o % rank, acc[q]);
     }
   }
 }
