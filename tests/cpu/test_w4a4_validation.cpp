@@ -180,6 +180,23 @@ TEST(W4A4Validation, OverlappingOutput) {
   EXPECT_NO_THROW(c.run());
 }
 
+TEST(W4A4Validation, Extents) {
+  Case c;
+  c.w1.rows = c.y.cols = c.y.ld = c.w2.rows = int64_t{65535} * 64 + 8;  // more CTA columns than gridDim.y holds
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "exceeds 4194240", "D");
+  c = Case{};
+  c.x1.rows = c.y.rows = c.x2.rows = int64_t{1} << 31;
+  c.ld_sx = c.x1.rows;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "exceeds 2147483647 in one dimension", "L");
+  c = Case{};
+  c.ld_sx = int64_t{1} << 30;  // x 8 groups > 2^31 scales
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "groups exceeds 2147483647 scales", "x_scale");
+  W4A4Options o;
+  expect_error([&] { w4a4_plan(-1, 4096, 4096, 0, o, 132); }, Status::kInvalidArgument, "is not a problem", "L");
+  expect_error([&] { w4a4_plan(16, 0, 4096, 0, o, 132); }, Status::kInvalidArgument, "is not a problem", "L");
+  expect_error([&] { w4a4_plan(16, 4096, 4096, 0, o, -1); }, Status::kInvalidArgument, "sm_count=-1", "sm_count");
+}
+
 TEST(W4A4Validation, QuantizerRules) {
   const MatrixView x(addr(0x100000), DType::kBF16, 16, 512);
   const MatrixView l1(addr(0x200000), DType::kBF16, 32, 512);
