@@ -11,14 +11,15 @@
 //     to s8 in registers: lo = (w << 4) & 0xF0F0F0F0 (even nibbles), hi = w & 0xF0F0F0F0 (odd
 //     nibbles). Each byte then holds 16·v exactly, v the signed nibble: two instructions per eight
 //     values and no sign-extension. Products are 256·x·w, and a group's s32 sum is at most
-//     128·64·256 = 2^21 in magnitude: exact. acc >> 8 recovers the integer group sum exactly.
+//     128·64·256 = 2^21 in magnitude: exact, and exact as a float; the 2^-8 goes into sx.
 //  3. Which MMA k position holds which actual k does not matter for a dot product as long as A and B
 //     use the same assignment: thread t's bytes go to the MMA positions of thread t in both
 //     operands (A's a0/a2 and B's b0/b1 cover the same k positions 4t..4t+3 and 16+4t..16+4t+3), so
 //     the 64-bit shared-memory loads need no shuffles. The same trick serves the bf16 low-rank
 //     K-steps (k positions 2t, 2t+1, 2t+8, 2t+9 of m16n8k16).
 //  4. Per group (64: every half tile; 128: every tile) the exact integer sums are promoted:
-//     acc_f32 += (sx·sw)·float(sum) and the s32 accumulators restart.
+//     acc_f32 = fma(sx·2^-8, sw·float(256·sum), acc_f32) (three instructions per element); the
+//     group's first MMA takes C = 0, so the s32 accumulators restart without zeroing.
 //  5. After the K loop, r/16 bf16 m16n8k16 K-steps add X2·W2ᵀ into the same float32 accumulators (X2
 //     and W2 are small: read straight from global memory, L2-resident).
 //  6. One epilogue: + bias, convert, store (rows >= L and columns >= D are skipped).
@@ -65,6 +66,14 @@ __device__ __forceinline__ void mma_s8(int (&c)[4], uint32_t a0, uint32_t a1, ui
       : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+// The same with C = 0: the first MMA of a group starts its integer sums (no zeroing instructions).
+__device__ __forceinline__ void mma_s8_zero_c(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                              uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};\n"
+      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+}
 __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                          uint32_t b0, uint32_t b1) {
   asm volatile(
@@ -110,17 +119,31 @@ __global__ void __launch_bounds__(WM * WN * 32) sm90_w4a4_gemm_kernel(const W4A4
   const int64_t ng = a.D1 / G;
 
   // ---- 1. cp.async producer: one K tile of X1 (rows m0..) and W1 (rows n0..) -----------------------
+  // Thread tid copies 16-byte chunk (tid & 3) of tile rows (tid >> 2) + i·(kThreads/4), the same
+  // rows in every K tile: their global row pointers (null for a row beyond L or D) and shared-memory
+  // offsets are computed once, here.
+  constexpr int kLoadIters = (BM + BN) * 4 / kThreads;
+  static_assert((BM + BN) * 4 % kThreads == 0 && (kThreads / 4) % 4 == 0,
+                "whole chunk rows per thread, the same swizzle phase (row & 2) for all of them");
+  const int ld_chunk = tid & 3;
+  const uint8_t* ld_src[kLoadIters];
+  uint32_t ld_dst[kLoadIters];
+#pragma unroll
+  for (int i = 0; i < kLoadIters; ++i) {
+    const int row = (tid >> 2) + i * (kThreads / 4);
+    const bool is_a = row < BM;
+    const int64_t grow = is_a ? m0 + row : n0 + (row - BM);
+    const bool ok = grow < (is_a ? a.L : a.D);
+    ld_src[i] = ok ? (is_a ? a.x1 + grow * a.ld_x1 : a.w1 + grow * a.ld_w1) + ld_chunk * 16 : nullptr;
+    ld_dst[i] = static_cast<uint32_t>(row * kRowBytes + ((ld_chunk ^ (row & 2)) * 16));
+  }
   auto load_tile = [&](int stage, int64_t kt) {
-    uint8_t* s = smem[stage];
-    for (int c = tid; c < (BM + BN) * 4; c += kThreads) {
-      const int row = c >> 2, chunk = c & 3;
-      const bool is_a = row < BM;
-      const int64_t grow = is_a ? m0 + row : n0 + (row - BM);
-      const int64_t gbyte = kt * kRowBytes + chunk * 16;
-      const bool ok = grow < (is_a ? a.L : a.D) && gbyte < kbytes;  // kbytes % 32 == 0: whole chunks
-      const uint8_t* base = is_a ? a.x1 : a.w1;
-      const uint8_t* src = ok ? base + grow * (is_a ? a.ld_x1 : a.ld_w1) + gbyte : base;
-      cp_async_16(smem_u32(s + row * kRowBytes + ((chunk ^ (row & 2)) * 16)), src, ok ? 16 : 0);
+    const uint32_t s = smem_u32(smem[stage]);
+    const bool k_ok = kt * kRowBytes + ld_chunk * 16 < kbytes;  // kbytes % 32 == 0: whole chunks
+#pragma unroll
+    for (int i = 0; i < kLoadIters; ++i) {
+      const bool ok = k_ok && ld_src[i] != nullptr;
+      cp_async_16(s + ld_dst[i], ok ? ld_src[i] + kt * kRowBytes : a.x1, ok ? 16 : 0);
     }
   };
 
@@ -162,7 +185,8 @@ __global__ void __launch_bounds__(WM * WN * 32) sm90_w4a4_gemm_kernel(const W4A4
 #pragma unroll
           for (int hr = 0; hr < 2; ++hr) {
             const int64_t r = row_of(mt, hr);
-            sxr[mt][hr] = r < a.L ? __ldg(a.sx + grp * a.ld_sx + r) : 0.0f;
+            // 2^-8 undoes the 16·16 of the widened nibbles (exact: a power of two).
+            sxr[mt][hr] = r < a.L ? __ldg(a.sx + grp * a.ld_sx + r) * 0x1p-8f : 0.0f;
           }
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
@@ -196,7 +220,10 @@ __global__ void __launch_bounds__(WM * WN * 32) sm90_w4a4_gemm_kernel(const W4A4
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
             const uint32_t wb = step ? bv[nt].y : bv[nt].x;
-            mma_s8(iacc[mt][nt], a0, a1, a2, a3, even_nibbles(wb), odd_nibbles(wb));
+            if (step == 0 && (G == 64 || h == 0))  // the group's first MMA (compile-time after unrolling)
+              mma_s8_zero_c(iacc[mt][nt], a0, a1, a2, a3, even_nibbles(wb), odd_nibbles(wb));
+            else
+              mma_s8(iacc[mt][nt], a0, a1, a2, a3, even_nibbles(wb), odd_nibbles(wb));
           }
         }
       }
@@ -207,9 +234,9 @@ __global__ void __launch_bounds__(WM * WN * 32) sm90_w4a4_gemm_kernel(const W4A4
           for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const float s = sxr[mt][e >> 1] * swr[nt][e & 1];
-              acc[mt][nt][e] = fmaf(s, static_cast<float>(iacc[mt][nt][e] >> 8), acc[mt][nt][e]);
-              iacc[mt][nt][e] = 0;
+              // acc += (sx/256)·(sw·(256·sum)): I2F, FMUL, FFMA per element (256·sum < 2^22: exact).
+              acc[mt][nt][e] =
+                  fmaf(sxr[mt][e >> 1], swr[nt][e & 1] * static_cast<float>(iacc[mt][nt][e]), acc[mt][nt][e]);
             }
       }
     }
