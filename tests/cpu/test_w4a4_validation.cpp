@@ -159,7 +159,7 @@ TEST(W4A4Validation, ScalesBiasOptions) {
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "does not split K", "options.split_k");
   c = Case{};
   c.opt.config = w4a4_num_configs();
-  expect_error([&] { c.run(); }, Status::kInvalidArgument, "is outside [-1, 3)", "options.config");
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "is outside [-1, 4)", "options.config");
 }
 
 TEST(W4A4Validation, OverlappingOutput) {
@@ -270,17 +270,18 @@ TEST(W4A4Configs, TableAndNames) {
     EXPECT_TRUE(names.insert(n).second) << n;
     EXPECT_EQ(w4a4_config_index(n), i);
     EXPECT_EQ(n, std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x128_w" + std::to_string(c.warps_m) +
-                     "x" + std::to_string(c.warps_n));
+                     "x" + std::to_string(c.warps_n) + (c.stages == 3 ? "" : "_s" + std::to_string(c.stages)));
+    EXPECT_EQ((c.tile_m + c.tile_n) * 4 % c.threads(), 0) << n << ": whole 16-byte chunks per thread";
     EXPECT_EQ(c.tile_m % (16 * c.warps_m), 0) << n;
     EXPECT_EQ(c.tile_n % (8 * c.warps_n), 0) << n;
-    EXPECT_LE(3 * (c.tile_m + c.tile_n) * 64, 48 * 1024) << n << ": three stages in static shared memory";
+    EXPECT_LE(c.stages * (c.tile_m + c.tile_n) * 64, 48 * 1024) << n << ": the stages in static shared memory";
   }
   expect_error([] { w4a4_config_name(-1); }, Status::kInvalidArgument, "outside", "index");
   expect_error([] { w4a4_config_index("nope"); }, Status::kInvalidArgument, "128x128x128_w2x4", "name");
 }
 
 TEST(W4A4Heuristic, DecodeNarrowSquare) {
-  const int dec = w4a4_config_index("32x64x128_w1x4"), nar = w4a4_config_index("64x128x128_w2x4"),
+  const int dec = w4a4_config_index("32x32x128_w1x2_s8"), nar = w4a4_config_index("64x128x128_w2x4"),
             sq = w4a4_config_index("128x128x128_w2x4");
   for (int64_t L : {0, 1, 16, 32}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), dec) << L;
   EXPECT_EQ(w4a4_choose_config(33, 4096, 4096, 64, 132), nar);

@@ -40,7 +40,6 @@
 namespace qsgemm::kernels {
 namespace w4a4_gemm {
 
-constexpr int kStages = 3;
 constexpr int kRowBytes = 64;  // one 128-wide K tile of a packed INT4 row
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -99,13 +98,14 @@ __device__ __forceinline__ void store2(__half* p, float a, float b) {
   *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
 }
 
-template <int BM, int BN, int WM, int WN, int G, class OutT>
+template <int BM, int BN, int WM, int WN, int kStages, int G, class OutT>
 __global__ void __launch_bounds__(WM * WN * 32) sm90_w4a4_gemm_kernel(const W4A4GemmArgs a) {
   constexpr int kThreads = WM * WN * 32;
   constexpr int WTM = BM / WM, WTN = BN / WN;  // warp sub-tile
   constexpr int MT = WTM / 16, NT = WTN / 8;   // m16 / n8 MMA tiles per warp
   static_assert(WTM % 16 == 0 && WTN % 8 == 0, "warp tiles are whole m16n8 MMA tiles");
   static_assert(G == 64 || G == 128, "INT4 groups are 64 or 128 (docs/formats.md §5)");
+  static_assert(kStages >= 2, "a cp.async ring of at least two stages");
   static_assert(kStages * (BM + BN) * kRowBytes <= 48 * 1024, "static shared memory is at most 48 KiB");
 
   __shared__ __align__(128) uint8_t smem[kStages][(BM + BN) * kRowBytes];
@@ -295,28 +295,32 @@ __global__ void __launch_bounds__(WM * WN * 32) sm90_w4a4_gemm_kernel(const W4A4
   }
 }
 
-template <int BM, int BN, int WM, int WN, class OutT>
+template <int BM, int BN, int WM, int WN, int S, class OutT>
 void launch(const W4A4GemmArgs& a, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((a.L + BM - 1) / BM), static_cast<unsigned>((a.D + BN - 1) / BN));
   if (a.group == 64)
-    sm90_w4a4_gemm_kernel<BM, BN, WM, WN, 64, OutT><<<grid, WM * WN * 32, 0, stream>>>(a);
+    sm90_w4a4_gemm_kernel<BM, BN, WM, WN, S, 64, OutT><<<grid, WM * WN * 32, 0, stream>>>(a);
   else
-    sm90_w4a4_gemm_kernel<BM, BN, WM, WN, 128, OutT><<<grid, WM * WN * 32, 0, stream>>>(a);
+    sm90_w4a4_gemm_kernel<BM, BN, WM, WN, S, 128, OutT><<<grid, WM * WN * 32, 0, stream>>>(a);
 }
 
 // The config table -> template instantiation, one place (rows of kW4A4Configs by index).
+template <int I>
+constexpr bool row_is(int m, int n, int wm, int wn, int s) {
+  return kW4A4Configs[I].tile_m == m && kW4A4Configs[I].tile_n == n && kW4A4Configs[I].warps_m == wm &&
+         kW4A4Configs[I].warps_n == wn && kW4A4Configs[I].stages == s;
+}
 template <class OutT>
 void run(const W4A4GemmArgs& a, int config, cudaStream_t stream) {
-  static_assert(kW4A4NumConfigs == 3, "every row of kW4A4Configs has a case here");
-  static_assert(kW4A4Configs[0].tile_m == 128 && kW4A4Configs[0].tile_n == 128 && kW4A4Configs[0].warps_m == 2 &&
-                    kW4A4Configs[0].warps_n == 4 && kW4A4Configs[1].tile_m == 64 && kW4A4Configs[1].tile_n == 128 &&
-                    kW4A4Configs[1].warps_m == 2 && kW4A4Configs[1].warps_n == 4 && kW4A4Configs[2].tile_m == 32 &&
-                    kW4A4Configs[2].tile_n == 64 && kW4A4Configs[2].warps_m == 1 && kW4A4Configs[2].warps_n == 4,
+  static_assert(kW4A4NumConfigs == 4, "every row of kW4A4Configs has a case here");
+  static_assert(row_is<0>(128, 128, 2, 4, 3) && row_is<1>(64, 128, 2, 4, 3) && row_is<2>(32, 64, 1, 4, 3) &&
+                    row_is<3>(32, 32, 1, 2, 8),
                 "the instantiations below match the table's rows");
   switch (config) {
-    case 0: return launch<128, 128, 2, 4, OutT>(a, stream);
-    case 1: return launch<64, 128, 2, 4, OutT>(a, stream);
-    default: return launch<32, 64, 1, 4, OutT>(a, stream);
+    case 0: return launch<128, 128, 2, 4, 3, OutT>(a, stream);
+    case 1: return launch<64, 128, 2, 4, 3, OutT>(a, stream);
+    case 2: return launch<32, 64, 1, 4, 3, OutT>(a, stream);
+    default: return launch<32, 32, 1, 2, 8, OutT>(a, stream);
   }
 }
 
