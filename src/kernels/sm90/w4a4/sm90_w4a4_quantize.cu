@@ -37,9 +37,31 @@ constexpr int kLPitch = kChunk + 2;   // bf16
 constexpr int kMaxOut = kRows * kW4A4MaxRank / kThreads;  // X2 outputs per thread
 static_assert(kRows * kW4A4MaxRank % kThreads == 0, "X2 outputs divide evenly over the threads");
 
-__device__ __forceinline__ float load_f32(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float load_f32(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ float load_f32(const __half* p, int64_t i) { return __half2float(p[i]); }
+static_assert(kRows * kChunk / 8 == kThreads, "one 8-element vector of X per thread per chunk");
+
+// 8 consecutive elements as floats (16-byte aligned for 16-bit types, 32-byte for fp32).
+__device__ __forceinline__ void load8(const float* p, float (&v)[8]) {
+  const float4 a = __ldg(reinterpret_cast<const float4*>(p)), b = __ldg(reinterpret_cast<const float4*>(p) + 1);
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+__device__ __forceinline__ void load8(const __nv_bfloat16* p, float (&v)[8]) {
+  const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    v[2 * i] = f.x, v[2 * i + 1] = f.y;
+  }
+}
+__device__ __forceinline__ void load8(const __half* p, float (&v)[8]) {
+  const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+  const __half2* h = reinterpret_cast<const __half2*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    v[2 * i] = f.x, v[2 * i + 1] = f.y;
+  }
+}
 
 // X2 = X·L1ᵀ on the tensor cores (bf16 m16n8k16, float32 accumulators) when X is bf16: L1 is bf16,
 // so the products are exact either way, and the scalar loop (fp16 / fp32 X, whose values bf16 cannot
@@ -67,7 +89,7 @@ __device__ __forceinline__ int int4_code(float x, float s) {
 template <class InT>
 __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_kernel(const W4A4QuantArgs a) {
   __shared__ float xs[kRows][kXPitch];
-  __shared__ uint16_t ls[kW4A4MaxRank * kLPitch];
+  __shared__ __align__(16) uint16_t ls[kW4A4MaxRank * kLPitch];
 
   const InT* x = static_cast<const InT*>(a.x);
   const uint16_t* l1 = static_cast<const uint16_t*>(a.l1);
@@ -81,21 +103,33 @@ __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_kernel(const W4A4
 
   for (int64_t c0 = 0; c0 < a.cols; c0 += kChunk) {
     __syncthreads();  // the previous chunk's readers are done
-    for (int e = tid; e < kRows * kChunk; e += kThreads) {
-      const int i = e / kChunk, k = e % kChunk;
+    {  // X: one vector of 8 elements per thread (16-byte rows: validated; cols % 64 == 0, so a
+       // vector is wholly inside or outside the matrix)
+      const int i = tid / (kChunk / 8), k = (tid % (kChunk / 8)) * 8;
       const int64_t r = r0 + i, c = c0 + k;
-      float v = 0.0f;
+      float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
       if (r < a.rows && c < a.cols) {
-        v = load_f32(x, r * a.ldx + c);
-        if (a.bad != nullptr && !isfinite(v))
-          atomicMin(a.bad, static_cast<unsigned long long>(r * a.cols + c));
+        load8(x + r * a.ldx + c, v);
+        if (a.bad != nullptr)
+#pragma unroll
+          for (int u = 0; u < 8; ++u)
+            if (!isfinite(v[u])) {
+              atomicMin(a.bad, static_cast<unsigned long long>(r * a.cols + c + u));
+              break;
+            }
       }
-      xs[i][k] = v;
+#pragma unroll
+      for (int u = 0; u < 8; ++u) xs[i][k + u] = v[u];
     }
-    for (int e = tid; e < rank * kChunk; e += kThreads) {
-      const int j = e / kChunk, k = e % kChunk;
+    for (int e = tid; e < rank * (kChunk / 8); e += kThreads) {  // L1: 8 bf16 per load
+      const int j = e / (kChunk / 8), k = (e % (kChunk / 8)) * 8;
       const int64_t c = c0 + k;
-      ls[j * kLPitch + k] = c < a.cols ? l1[j * a.ld_l1 + c] : uint16_t{0};
+      const uint4 u = c < a.cols ? __ldg(reinterpret_cast<const uint4*>(l1 + j * a.ld_l1 + c)) : make_uint4(0, 0, 0, 0);
+      uint32_t* d = reinterpret_cast<uint32_t*>(ls + j * kLPitch + k);  // 4-byte aligned: 260·j + 2·k
+      d[0] = u.x;
+      d[1] = u.y;
+      d[2] = u.z;
+      d[3] = u.w;
     }
     __syncthreads();
 
