@@ -14,6 +14,9 @@
 //    w + 8) into float32 accumulators; for fp16 / fp32 X (values bf16 cannot hold), each thread
 //    accumulates up to 8 outputs (row i, rank j) over the chunk with scalar float32 FMAs in
 //    ascending k.
+// bf16 X (the common case) runs a second kernel with the same arithmetic: the chunks of X and L1
+// arrive through a 4-deep cp.async ring in dynamic shared memory (raw bf16), so several chunks'
+// memory latency overlap instead of one per chunk (sm90_w4a4_quantize_bf16_pipelined_kernel).
 // Non-finite inputs are reported through *bad (the packer) as the smallest row-major index.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -24,6 +27,8 @@
 #include <type_traits>
 
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
+#include "per_device_once.h"
+#include "validate.h"
 #include "qsgemm/w4a4.h"
 
 namespace qsgemm::kernels {
@@ -86,6 +91,26 @@ __device__ __forceinline__ int int4_code(float x, float s) {
   return r > 7.0f ? 7 : (r < -8.0f ? -8 : static_cast<int>(r));
 }
 
+// One warp quantizes one row's 128-column chunk starting at c0: lane l holds columns c0 + 4l .. +3
+// in v. The group amax is a shuffle reduction over 16 (group 64) or 32 (group 128) lanes; every lane
+// must call this (the shuffles), also for a row or columns outside the matrix (which write nothing).
+__device__ __forceinline__ void quantize_lane_values(const W4A4QuantArgs& a, int64_t r, int64_t c0, int lane,
+                                                     const float (&v)[4]) {
+  const int64_t c = c0 + 4 * lane;
+  float amax = 0.0f;
+#pragma unroll
+  for (int u = 0; u < 4; ++u) amax = fmaxf(amax, fabsf(v[u]));
+#pragma unroll
+  for (int off = 8; off >= 1; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
+  if (a.group == 128) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 16));
+  if (r >= a.rows || c >= a.cols) return;  // after the shuffles: every lane takes part in them
+  const float s = amax > 0.0f ? fmaxf(__fdiv_rn(amax, 7.0f), FLT_MIN) : 1.0f;
+  const int q0 = int4_code(v[0], s), q1 = int4_code(v[1], s), q2 = int4_code(v[2], s), q3 = int4_code(v[3], s);
+  const uint16_t packed = static_cast<uint16_t>((q0 & 0xF) | ((q1 & 0xF) << 4) | ((q2 & 0xF) << 8) | ((q3 & 0xF) << 12));
+  *reinterpret_cast<uint16_t*>(a.q + r * a.ldq + c / 2) = packed;  // c % 4 == 0: 2-byte aligned
+  if ((4 * lane) % a.group == 0) a.scales[r * a.s_row + (c / a.group) * a.s_grp] = s;
+}
+
 template <class InT>
 __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_kernel(const W4A4QuantArgs a) {
   __shared__ float xs[kRows][kXPitch];
@@ -137,25 +162,10 @@ __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_kernel(const W4A4
 #pragma unroll
     for (int rr = 0; rr < 2; ++rr) {
       const int i = warp + 8 * rr;
-      const int64_t r = r0 + i;
-      const int64_t c = c0 + 4 * lane;
       float v[4];
-      float amax = 0.0f;
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        v[u] = xs[i][4 * lane + u];
-        amax = fmaxf(amax, fabsf(v[u]));
-      }
-      // Reduce over the group's lanes: 16 lanes (64 columns) or the whole warp (128).
-#pragma unroll
-      for (int off = 8; off >= 1; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
-      if (a.group == 128) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 16));
-      if (r >= a.rows || c >= a.cols) continue;  // after the shuffles: every lane takes part in them
-      const float s = amax > 0.0f ? fmaxf(__fdiv_rn(amax, 7.0f), FLT_MIN) : 1.0f;
-      const int q0 = int4_code(v[0], s), q1 = int4_code(v[1], s), q2 = int4_code(v[2], s), q3 = int4_code(v[3], s);
-      const uint16_t packed = static_cast<uint16_t>((q0 & 0xF) | ((q1 & 0xF) << 4) | ((q2 & 0xF) << 8) | ((q3 & 0xF) << 12));
-      *reinterpret_cast<uint16_t*>(a.q + r * a.ldq + c / 2) = packed;  // c % 4 == 0: 2-byte aligned
-      if ((4 * lane) % a.group == 0) a.scales[r * a.s_row + (c / a.group) * a.s_grp] = s;
+      for (int u = 0; u < 4; ++u) v[u] = xs[i][4 * lane + u];
+      quantize_lane_values(a, r0 + i, c0, lane, v);
     }
 
     // ---- X2 partial sums over this chunk --------------------------------------------------------
@@ -225,13 +235,152 @@ __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_kernel(const W4A4
   }
 }
 
+// ---- bf16 X: a cp.async ring of chunks ------------------------------------------------------------
+// The kernel above moves one chunk at a time (load, barrier, compute, barrier), so each CTA waits a
+// full memory latency per 128 columns. For bf16 X (the common case, and the one whose X2 runs on
+// tensor cores) this one keeps kQStages chunks of X and L1 in flight with cp.async, as raw bf16 in
+// dynamic shared memory; same arithmetic, same results.
+constexpr int kQStages = 4;
+constexpr int kRawPitch = kChunk + 8;                          // bf16 per smem row: 272 bytes
+constexpr int kRawRowBytes = kRawPitch * 2;                    // 16-byte aligned rows for cp.async
+constexpr int kStageXBytes = kRows * kRawRowBytes;             // 4352
+__host__ __device__ inline int stage_bytes(int rank) { return kStageXBytes + rank * kRawRowBytes; }
+inline int pipelined_smem_bytes(int rank) { return kQStages * stage_bytes(rank); }
+static_assert(kRawRowBytes % 16 == 0 && kStageXBytes % 16 == 0, "16-byte cp.async destinations");
+
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_bf16_pipelined_kernel(const W4A4QuantArgs a) {
+  extern __shared__ __align__(16) uint8_t qsmem[];
+  const __nv_bfloat16* x = static_cast<const __nv_bfloat16*>(a.x);
+  const __nv_bfloat16* l1 = static_cast<const __nv_bfloat16*>(a.l1);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;  // MMA fragment coordinates
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int rank = a.rank;
+  const int sbytes = stage_bytes(rank);
+  const int64_t nchunks = (a.cols + kChunk - 1) / kChunk;
+  const uint32_t smem0 = static_cast<uint32_t>(__cvta_generic_to_shared(qsmem));
+
+  // Chunk ch into stage st: X rows r0.. (one 16-byte piece per thread: 16 rows x 16 pieces), then the
+  // L1 rows 0..rank-1 (rank x 16 pieces). Pieces outside the matrix are zero-filled (src-size 0).
+  auto load_chunk = [&](int st, int64_t ch) {
+    const int64_t c0 = ch * kChunk;
+    const uint32_t base = smem0 + static_cast<uint32_t>(st * sbytes);
+    {
+      const int i = tid >> 4, q = tid & 15;
+      const int64_t r = r0 + i, c = c0 + q * 8;
+      const bool ok = r < a.rows && c < a.cols;  // cols % 64 == 0: a piece is wholly in or out
+      cp_async_16(base + i * kRawRowBytes + q * 16, ok ? static_cast<const void*>(x + r * a.ldx + c) : a.x, ok ? 16 : 0);
+    }
+    for (int e = tid; e < rank * 16; e += kThreads) {
+      const int j = e >> 4, q = e & 15;
+      const int64_t c = c0 + q * 8;
+      const bool ok = c < a.cols;
+      cp_async_16(base + kStageXBytes + j * kRawRowBytes + q * 16,
+                  ok ? static_cast<const void*>(l1 + j * a.ld_l1 + c) : a.x, ok ? 16 : 0);
+    }
+  };
+
+  float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+  for (int st = 0; st < kQStages - 1; ++st) {
+    if (st < nchunks) load_chunk(st, st);
+    cp_async_commit();
+  }
+  for (int64_t ch = 0; ch < nchunks; ++ch) {
+    cp_async_wait<kQStages - 2>();
+    __syncthreads();  // chunk ch is visible to all; every thread is done with chunk ch - 1's stage
+    if (ch + kQStages - 1 < nchunks) load_chunk(static_cast<int>((ch + kQStages - 1) % kQStages), ch + kQStages - 1);
+    cp_async_commit();
+    const uint8_t* xs = qsmem + static_cast<int>(ch % kQStages) * sbytes;  // [16][kRawPitch] bf16
+    const uint8_t* ls = xs + kStageXBytes;                                 // [rank][kRawPitch] bf16
+    const int64_t c0 = ch * kChunk;
+
+    // Quantize: warp w owns rows w and w + 8; lane l columns 4l .. 4l + 3 (8 bytes).
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const int i = warp + 8 * rr;
+      const uint2 u = *reinterpret_cast<const uint2*>(xs + i * kRawRowBytes + lane * 8);
+      const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+      const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+      const float v[4] = {lo.x, lo.y, hi.x, hi.y};
+      const int64_t r = r0 + i, c = c0 + 4 * lane;
+      if (a.bad != nullptr && r < a.rows && c < a.cols)
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          if (!isfinite(v[k])) {
+            atomicMin(a.bad, static_cast<unsigned long long>(r * a.cols + c + k));
+            break;
+          }
+      quantize_lane_values(a, r, c0, lane, v);
+    }
+
+    // X2 += X_chunk · L1_chunkᵀ: warp w owns the n8 rank tiles w and w + 8 (bf16 m16n8k16).
+#pragma unroll
+    for (int it = 0; it < 2; ++it) {
+      const int nt = warp + 8 * it;
+      if (nt * 8 >= rank) break;
+      const uint8_t* arow0 = xs + g * kRawRowBytes;
+      const uint8_t* arow1 = xs + (g + 8) * kRawRowBytes;
+      const uint8_t* brow = ls + (nt * 8 + g) * kRawRowBytes;
+#pragma unroll
+      for (int k0 = 0; k0 < kChunk; k0 += 16) {
+        const int o0 = (k0 + 2 * t) * 2, o1 = (k0 + 8 + 2 * t) * 2;  // bytes
+        mma_bf16(acc[it], *reinterpret_cast<const uint32_t*>(arow0 + o0), *reinterpret_cast<const uint32_t*>(arow1 + o0),
+                 *reinterpret_cast<const uint32_t*>(arow0 + o1), *reinterpret_cast<const uint32_t*>(arow1 + o1),
+                 *reinterpret_cast<const uint32_t*>(brow + o0), *reinterpret_cast<const uint32_t*>(brow + o1));
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  // m16n8 accumulator layout: c0, c1 at (row g, rank 2t, 2t+1), c2, c3 at row g + 8.
+#pragma unroll
+  for (int it = 0; it < 2; ++it) {
+    const int nt = warp + 8 * it;
+    if (nt * 8 >= rank) break;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int64_t r = r0 + g + 8 * (e >> 1);
+      const int j = nt * 8 + 2 * t + (e & 1);
+      if (r >= a.rows) continue;
+      if (a.x2_f32)
+        static_cast<float*>(a.x2)[r * a.ld_x2 + j] = acc[it][e];
+      else
+        static_cast<__nv_bfloat16*>(a.x2)[r * a.ld_x2 + j] = __float2bfloat16_rn(acc[it][e]);
+    }
+  }
+}
+
 }  // namespace
 
 void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return;
   const dim3 grid(static_cast<unsigned>((a.rows + kRows - 1) / kRows));
   switch (a.x_dtype) {
-    case DType::kBF16: sm90_w4a4_quantize_kernel<__nv_bfloat16><<<grid, kThreads, 0, stream>>>(a); break;
+    case DType::kBF16: {
+      // The largest ring (rank 128) is allowed once per device (kernel attributes are per device);
+      // each launch asks for its rank's size.
+      static detail::PerDeviceOnce once;
+      const cudaError_t attr = once.run(detail::current_device(), [] {
+        return cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_pipelined_kernel,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, pipelined_smem_bytes(kW4A4MaxRank));
+      });
+      if (attr != cudaSuccess) {
+        detail::check_cuda(attr, "w4a4 quantizer", "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+        return;
+      }
+      sm90_w4a4_quantize_bf16_pipelined_kernel<<<grid, kThreads, pipelined_smem_bytes(a.rank), stream>>>(a);
+      break;
+    }
     case DType::kF16: sm90_w4a4_quantize_kernel<__half><<<grid, kThreads, 0, stream>>>(a); break;
     default: sm90_w4a4_quantize_kernel<float><<<grid, kThreads, 0, stream>>>(a); break;
   }
