@@ -270,7 +270,9 @@ TEST(W4A4Configs, TableAndNames) {
     EXPECT_TRUE(names.insert(n).second) << n;
     EXPECT_EQ(w4a4_config_index(n), i);
     EXPECT_EQ(n, std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x128_w" + std::to_string(c.warps_m) +
-                     "x" + std::to_string(c.warps_n) + (c.stages == 3 ? "" : "_s" + std::to_string(c.stages)));
+                     "x" + std::to_string(c.warps_n) + (c.k_slices == 1 ? "" : "_k" + std::to_string(c.k_slices)) +
+                     (c.stages == 3 ? "" : "_s" + std::to_string(c.stages)));
+    EXPECT_TRUE(c.k_slices == 1 || c.k_slices == 2 || c.k_slices == 4) << n;
     EXPECT_EQ((c.tile_m + c.tile_n) * 4 % c.threads(), 0) << n << ": whole 16-byte chunks per thread";
     EXPECT_EQ(c.tile_m % (16 * c.warps_m), 0) << n;
     EXPECT_EQ(c.tile_n % (8 * c.warps_n), 0) << n;
@@ -281,7 +283,7 @@ TEST(W4A4Configs, TableAndNames) {
 }
 
 TEST(W4A4Heuristic, DecodeNarrowSquare) {
-  const int dec = w4a4_config_index("32x32x128_w1x2_s8"), nar = w4a4_config_index("64x128x128_w2x4"),
+  const int dec = w4a4_config_index("32x32x128_w1x2_k4_s8"), nar = w4a4_config_index("64x128x128_w2x4"),
             sq = w4a4_config_index("128x128x128_w2x4");
   for (int64_t L : {0, 1, 16, 32}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), dec) << L;
   EXPECT_EQ(w4a4_choose_config(33, 4096, 4096, 64, 132), nar);

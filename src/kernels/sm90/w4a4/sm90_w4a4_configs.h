@@ -11,9 +11,12 @@
 //    at a tile or half-tile boundary.
 //  * 128x128 (8 warps of 64x32) is the general tile; 64x128 (8 warps of 32x32) doubles the CTA count
 //    where 128-row tiles leave SMs idle; 32x64 (4 warps of 32x16) and 32x32 (2 warps of 32x16, 8
-//    stages) are for decode sizes (L <= 32), where the weight stream dominates: the 32x32 tile puts
-//    twice the CTAs and seven K tiles per CTA in flight (about 28 KiB of loads per CTA, ~3.6 MB over
-//    the GPU at D = 4096), what a 4.8 TB/s memory needs to cover its latency.
+//    stages, 4 K slices: 8 warps) are for decode sizes (L <= 32), where the weight stream dominates:
+//    the 32x32 tile puts twice the CTAs and seven K tiles per CTA in flight (about 28 KiB of loads
+//    per CTA, ~3.6 MB over the GPU at D = 4096), what a 4.8 TB/s memory needs to cover its latency,
+//    and its four K slices give each CTA eight warps to hide the MMA and shared-memory latency.
+//  * k_slices: warps splitting each K tile's k32 steps (sm90_w4a4_gemm.cuh); their partial float32
+//    tiles are added in shared memory at the end.
 //  * stages: the cp.async ring depth (all in static shared memory, <= 48 KiB).
 #pragma once
 
@@ -31,17 +34,18 @@ struct W4A4Config {
   const char* label;  // the public name (w4a4_config_name, the CLI's --configs)
   int tile_m, tile_n;
   int warps_m, warps_n;
+  int k_slices;  // warps that split each K tile's four k32 steps per output sub-tile (1: none)
   int stages;
   static constexpr int tile_k = 128;  // INT4 values per K tile (64 bytes of a packed row)
-  int threads() const { return 32 * warps_m * warps_n; }
+  int threads() const { return 32 * warps_m * warps_n * k_slices; }
   std::string name() const { return label; }
 };
 
 inline constexpr W4A4Config kW4A4Configs[] = {
-    {"128x128x128_w2x4", 128, 128, 2, 4, 3},
-    {"64x128x128_w2x4", 64, 128, 2, 4, 3},
-    {"32x64x128_w1x4", 32, 64, 1, 4, 3},
-    {"32x32x128_w1x2_s8", 32, 32, 1, 2, 8},
+    {"128x128x128_w2x4", 128, 128, 2, 4, 1, 3},
+    {"64x128x128_w2x4", 64, 128, 2, 4, 1, 3},
+    {"32x64x128_w1x4", 32, 64, 1, 4, 1, 3},
+    {"32x32x128_w1x2_k4_s8", 32, 32, 1, 2, 4, 8},
 };
 inline constexpr int kW4A4NumConfigs = static_cast<int>(sizeof(kW4A4Configs) / sizeof(kW4A4Configs[0]));
 

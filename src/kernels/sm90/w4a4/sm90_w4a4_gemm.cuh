@@ -98,20 +98,27 @@ __device__ __forceinline__ void store2(__half* p, float a, float b) {
   *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
 }
 
-template <int BM, int BN, int WM, int WN, int kStages, int G, class OutT>
-__global__ void __launch_bounds__(WM * WN * 32) sm90_w4a4_gemm_kernel(const W4A4GemmArgs a) {
-  constexpr int kThreads = WM * WN * 32;
+// KS: warps per output sub-tile that split each K tile's four k32 MMA steps among themselves (1: no
+// split). Warp slice wk runs the steps s of half h with (2h + s) % KS == wk and promotes its own
+// exact partial sums after each half it worked in (with the group's scales); the KS float32
+// accumulator tiles are added through shared memory at the end, in slice order. It gives the decode
+// tile enough warps to hide latency without shrinking the tile.
+template <int BM, int BN, int WM, int WN, int KS, int kStages, int G, class OutT>
+__global__ void __launch_bounds__(WM * WN * KS * 32) sm90_w4a4_gemm_kernel(const W4A4GemmArgs a) {
+  constexpr int kThreads = WM * WN * KS * 32;
   constexpr int WTM = BM / WM, WTN = BN / WN;  // warp sub-tile
   constexpr int MT = WTM / 16, NT = WTN / 8;   // m16 / n8 MMA tiles per warp
   static_assert(WTM % 16 == 0 && WTN % 8 == 0, "warp tiles are whole m16n8 MMA tiles");
   static_assert(G == 64 || G == 128, "INT4 groups are 64 or 128 (docs/formats.md §5)");
   static_assert(kStages >= 2, "a cp.async ring of at least two stages");
+  static_assert(KS == 1 || KS == 2 || KS == 4, "the four k32 steps of a K tile split 1, 2 or 4 ways");
   static_assert(kStages * (BM + BN) * kRowBytes <= 48 * 1024, "static shared memory is at most 48 KiB");
 
   __shared__ __align__(128) uint8_t smem[kStages][(BM + BN) * kRowBytes];
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int wm = warp / WN, wn = warp % WN;
+  const int wk = warp / (WM * WN), wmn = warp % (WM * WN);  // K slice; output sub-tile
+  const int wm = wmn / WN, wn = wmn % WN;
   const int g = lane >> 2, t = lane & 3;  // MMA fragment coordinates: group id, thread in group
   const int64_t m0 = static_cast<int64_t>(blockIdx.x) * BM, n0 = static_cast<int64_t>(blockIdx.y) * BN;
   const int64_t kbytes = a.D1 / 2;
@@ -178,7 +185,10 @@ __global__ void __launch_bounds__(WM * WN * 32) sm90_w4a4_gemm_kernel(const W4A4
 #pragma unroll
     for (int h = 0; h < 2; ++h) {  // the two 64-wide halves of the K tile
       if (G == 64 && kt * 128 + h * 64 >= a.D1) break;  // a last tile with one group of 64
-      if (G == 64 || h == 0) {  // this group's scales: issued before the MMAs, used after them
+      // This warp's steps in this half (compile-time after unrolling, but for wk).
+      const bool step0 = (2 * h) % KS == wk, step1 = (2 * h + 1) % KS == wk;
+      if (KS > 1 && !step0 && !step1) continue;
+      if (KS > 1 || G == 64 || h == 0) {  // the scales: issued before the MMAs, used after them
         const int64_t grp = (kt * 128 + h * 64) / G;
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
@@ -213,6 +223,9 @@ __global__ void __launch_bounds__(WM * WN * 32) sm90_w4a4_gemm_kernel(const W4A4
       }
 #pragma unroll
       for (int step = 0; step < 2; ++step) {  // two k32 MMAs per half tile
+        if (KS > 1 && !(step == 0 ? step0 : step1)) continue;
+        // The first MMA of a promotion unit (the group; with KS > 1 this warp's part of the half).
+        const bool first = KS > 1 ? (step == 0 || !step0) : (step == 0 && (G == 64 || h == 0));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           const uint32_t w0 = step ? av[mt][0].y : av[mt][0].x, w1 = step ? av[mt][1].y : av[mt][1].x;
@@ -220,14 +233,14 @@ __global__ void __launch_bounds__(WM * WN * 32) sm90_w4a4_gemm_kernel(const W4A4
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
             const uint32_t wb = step ? bv[nt].y : bv[nt].x;
-            if (step == 0 && (G == 64 || h == 0))  // the group's first MMA (compile-time after unrolling)
+            if (first)
               mma_s8_zero_c(iacc[mt][nt], a0, a1, a2, a3, even_nibbles(wb), odd_nibbles(wb));
             else
               mma_s8(iacc[mt][nt], a0, a1, a2, a3, even_nibbles(wb), odd_nibbles(wb));
           }
         }
       }
-      if (G == 64 || h == 1) {  // 4. promote the group's exact sums
+      if (KS > 1 || G == 64 || h == 1) {  // 4. promote the group's (or the slice's) exact sums
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -247,7 +260,7 @@ __global__ void __launch_bounds__(WM * WN * 32) sm90_w4a4_gemm_kernel(const W4A4
   if (a.rank > 0) {
     const uint16_t* x2 = static_cast<const uint16_t*>(a.x2);
     const uint16_t* w2 = static_cast<const uint16_t*>(a.w2);
-    for (int k0 = 0; k0 < a.rank; k0 += 16) {
+    for (int k0 = 16 * wk; k0 < a.rank; k0 += 16 * KS) {  // K slice wk takes every KS-th step
       uint2 xa[MT][2], wb[NT];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
@@ -266,6 +279,36 @@ __global__ void __launch_bounds__(WM * WN * 32) sm90_w4a4_gemm_kernel(const W4A4
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
           mma_bf16(acc[mt][nt], xa[mt][0].x, xa[mt][1].x, xa[mt][0].y, xa[mt][1].y, wb[nt].x, wb[nt].y);
+    }
+  }
+
+  // ---- K slices: slices 1..KS-1 hand their accumulators to slice 0 through shared memory ----------
+  if constexpr (KS > 1) {
+    constexpr int kAcc = MT * NT * 4;
+    static_assert((KS - 1) * WM * WN * 32 * kAcc * 4 <= kStages * (BM + BN) * kRowBytes,
+                  "the slices' accumulators fit in the (drained) cp.async ring");
+    float* red = reinterpret_cast<float*>(&smem[0][0]);
+    __syncthreads();  // every warp is done with the ring (cp_async_wait<0> above drained the copies)
+    if (wk > 0) {
+      float* dst = red + ((wk - 1) * (WM * WN) + wmn) * 32 * kAcc + lane;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) dst[((mt * NT + nt) * 4 + e) * 32] = acc[mt][nt][e];
+    }
+    __syncthreads();
+    if (wk > 0) return;
+#pragma unroll
+    for (int sl = 1; sl < KS; ++sl) {
+      const float* src = red + ((sl - 1) * (WM * WN) + wmn) * 32 * kAcc + lane;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[mt][nt][e] += src[((mt * NT + nt) * 4 + e) * 32];
     }
   }
 
@@ -295,32 +338,33 @@ __global__ void __launch_bounds__(WM * WN * 32) sm90_w4a4_gemm_kernel(const W4A4
   }
 }
 
-template <int BM, int BN, int WM, int WN, int S, class OutT>
+template <int BM, int BN, int WM, int WN, int KS, int S, class OutT>
 void launch(const W4A4GemmArgs& a, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((a.L + BM - 1) / BM), static_cast<unsigned>((a.D + BN - 1) / BN));
+  constexpr int kThreads = WM * WN * KS * 32;
   if (a.group == 64)
-    sm90_w4a4_gemm_kernel<BM, BN, WM, WN, S, 64, OutT><<<grid, WM * WN * 32, 0, stream>>>(a);
+    sm90_w4a4_gemm_kernel<BM, BN, WM, WN, KS, S, 64, OutT><<<grid, kThreads, 0, stream>>>(a);
   else
-    sm90_w4a4_gemm_kernel<BM, BN, WM, WN, S, 128, OutT><<<grid, WM * WN * 32, 0, stream>>>(a);
+    sm90_w4a4_gemm_kernel<BM, BN, WM, WN, KS, S, 128, OutT><<<grid, kThreads, 0, stream>>>(a);
 }
 
 // The config table -> template instantiation, one place (rows of kW4A4Configs by index).
 template <int I>
-constexpr bool row_is(int m, int n, int wm, int wn, int s) {
+constexpr bool row_is(int m, int n, int wm, int wn, int ks, int s) {
   return kW4A4Configs[I].tile_m == m && kW4A4Configs[I].tile_n == n && kW4A4Configs[I].warps_m == wm &&
-         kW4A4Configs[I].warps_n == wn && kW4A4Configs[I].stages == s;
+         kW4A4Configs[I].warps_n == wn && kW4A4Configs[I].k_slices == ks && kW4A4Configs[I].stages == s;
 }
 template <class OutT>
 void run(const W4A4GemmArgs& a, int config, cudaStream_t stream) {
   static_assert(kW4A4NumConfigs == 4, "every row of kW4A4Configs has a case here");
-  static_assert(row_is<0>(128, 128, 2, 4, 3) && row_is<1>(64, 128, 2, 4, 3) && row_is<2>(32, 64, 1, 4, 3) &&
-                    row_is<3>(32, 32, 1, 2, 8),
+  static_assert(row_is<0>(128, 128, 2, 4, 1, 3) && row_is<1>(64, 128, 2, 4, 1, 3) && row_is<2>(32, 64, 1, 4, 1, 3) &&
+                    row_is<3>(32, 32, 1, 2, 4, 8),
                 "the instantiations below match the table's rows");
   switch (config) {
-    case 0: return launch<128, 128, 2, 4, 3, OutT>(a, stream);
-    case 1: return launch<64, 128, 2, 4, 3, OutT>(a, stream);
-    case 2: return launch<32, 64, 1, 4, 3, OutT>(a, stream);
-    default: return launch<32, 32, 1, 2, 8, OutT>(a, stream);
+    case 0: return launch<128, 128, 2, 4, 1, 3, OutT>(a, stream);
+    case 1: return launch<64, 128, 2, 4, 1, 3, OutT>(a, stream);
+    case 2: return launch<32, 64, 1, 4, 1, 3, OutT>(a, stream);
+    default: return launch<32, 32, 1, 2, 4, 8, OutT>(a, stream);
   }
 }
 
