@@ -6,8 +6,12 @@ namespace qsgemm::kernels {
 
 int w4a4_choose(int64_t L, int64_t D, int64_t /*D1*/, int /*rank*/, int sm_count) {
   if (L <= kW4A4DecodeMaxL) return w4a4_detail::kDecode;
-  const int64_t square_tiles = ((L + 127) / 128) * ((D + 127) / 128);
-  return square_tiles >= sm_count ? w4a4_detail::kSquare : w4a4_detail::kNarrow;
+  for (const int c : {w4a4_detail::kSquare, w4a4_detail::kNarrow, w4a4_detail::kSmall}) {
+    const int64_t tm = kW4A4Configs[c].tile_m, tn = kW4A4Configs[c].tile_n;
+    const int64_t ctas = ((L + tm - 1) / tm) * ((D + tn - 1) / tn);
+    if (4 * ctas >= 3 * static_cast<int64_t>(sm_count)) return c;
+  }
+  return w4a4_detail::kDecode;
 }
 
 }  // namespace qsgemm::kernels

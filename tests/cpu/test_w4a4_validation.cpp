@@ -283,14 +283,15 @@ TEST(W4A4Configs, TableAndNames) {
 }
 
 TEST(W4A4Heuristic, DecodeNarrowSquare) {
-  const int dec = w4a4_config_index("32x32x128_w1x2_k4_s8"), nar = w4a4_config_index("64x128x128_w2x4"),
-            sq = w4a4_config_index("128x128x128_w2x4");
+  const int dec = w4a4_config_index("32x32x128_w1x2_k4_s8"), small = w4a4_config_index("32x64x128_w1x4"),
+            nar = w4a4_config_index("64x128x128_w2x4"), sq = w4a4_config_index("128x128x128_w2x4");
   for (int64_t L : {0, 1, 16, 32}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), dec) << L;
-  EXPECT_EQ(w4a4_choose_config(33, 4096, 4096, 64, 132), nar);
-  EXPECT_EQ(w4a4_choose_config(256, 4096, 4096, 64, 132), nar);     // 2 x 32 = 64 tiles < 132
-  EXPECT_EQ(w4a4_choose_config(2048, 4096, 4096, 64, 132), sq);     // 16 x 32 = 512 tiles
-  EXPECT_EQ(w4a4_choose_config(640, 4096, 4096, 0, 132), sq);       // 5 x 32 = 160 tiles
-  EXPECT_EQ(w4a4_choose_config(512, 4096, 4096, 0, 132), nar);      // 4 x 32 = 128 tiles
+  EXPECT_EQ(w4a4_choose_config(33, 4096, 4096, 64, 132), small);   // 2 x 64 = 128 CTAs >= 99
+  EXPECT_EQ(w4a4_choose_config(128, 4096, 4096, 64, 132), small);  // 64x128: 2 x 32 = 64 < 99
+  EXPECT_EQ(w4a4_choose_config(256, 4096, 4096, 64, 132), nar);    // 4 x 32 = 128
+  EXPECT_EQ(w4a4_choose_config(512, 4096, 4096, 0, 132), sq);      // 4 x 32 = 128
+  EXPECT_EQ(w4a4_choose_config(2048, 4096, 4096, 64, 132), sq);    // 16 x 32 = 512
+  EXPECT_EQ(w4a4_choose_config(64, 256, 4096, 64, 132), dec);      // 32x64: 2 x 4 = 8 CTAs; decode 16
   expect_error([] { w4a4_choose_config(1, 4096, 4096, 0, 0); }, Status::kInvalidArgument, "sm_count=0", "sm_count");
   W4A4Options o;
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, sq);
