@@ -7,6 +7,7 @@
 // layer, so a run stopped by a time limit keeps what it measured):
 //   qsgemm bench sparse24   -> <out>/sparse24.json
 //   qsgemm bench blockwise  -> <out>/blockwise.json
+//   qsgemm bench w4a4       -> <out>/w4a4.json (W4A4 + low-rank, bench_w4a4.cpp)
 //   qsgemm bench <family> --sweep -> <out>/<family>_sweep.json (a dense M sweep on a few layers,
 //                                    qsgemm and the family's main baseline(s) only: the cliff check's
 //                                    input, scripts/check_cliffs.py)
@@ -51,6 +52,7 @@ struct BenchOptions {
 // was lost mid-way (the rows measured so far are still written), 2 when there is no usable GPU.
 int bench_sparse24(const BenchOptions& options);
 int bench_blockwise(const BenchOptions& options);
+int bench_w4a4(const BenchOptions& options);  // bench_w4a4.cpp: -> <out>/w4a4.json
 
 // `qsgemm bench <sparse24|blockwise|all> [options]`; argv[0] is the word after "bench".
 int bench_main(int argc, char** argv);

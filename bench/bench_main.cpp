@@ -15,7 +15,7 @@ namespace qsgemm::bench {
 namespace {
 
 const char kUsage[] =
-    "usage: qsgemm bench <sparse24|blockwise|all> [options]\n"
+    "usage: qsgemm bench <sparse24|blockwise|w4a4|all> [options]\n"
     "\n"
     "Times qsgemm's kernels and the vendor baselines on the same shapes in the same run, by the same\n"
     "method (L2 flushed before every timed run, median, two interleaved rounds; with --graph every\n"
@@ -27,7 +27,10 @@ const char kUsage[] =
     "              FP8 2:4, cuBLAS bf16; plus sparse24_compress and quantize_fp8_per_token rows\n"
     "  blockwise   FP8 1x128 x 128x128 (blockwise_linear) vs cuBLASLt FP8 block-scaled and per-tensor,\n"
     "              row-wise vs cuBLASLt FP8 row-wise; plus quantize_fp8_per_token_group rows\n"
-    "  all         both, one after the other\n"
+    "  w4a4        W4A4 + low-rank (w4a4_linear, ranks 0-128) vs cuBLASLt FP8 row-wise, cuBLAS bf16 +\n"
+    "              unfused low-rank, its own r = 0 kernel; quantizer and whole-layer rows (default layer\n"
+    "              'seed' 4096x4096; --layers adds l3-8b.* / l3-70b.*; --quick: M 16, 2048, r 0, 64)\n"
+    "  all         sparse24 and blockwise, one after the other\n"
     "\n"
     "options:\n"
     "  --out DIR          folder of the JSON files (default bench/results/h200, created if missing)\n"
@@ -184,8 +187,8 @@ int bench_main(int argc, char** argv) {
       }
     }
     if (which.empty()) throw std::invalid_argument("which benchmark? sparse24, blockwise or all");
-    if (which != "sparse24" && which != "blockwise" && which != "all")
-      throw std::invalid_argument("unknown benchmark '" + which + "' (sparse24, blockwise or all)");
+    if (which != "sparse24" && which != "blockwise" && which != "w4a4" && which != "all")
+      throw std::invalid_argument("unknown benchmark '" + which + "' (sparse24, blockwise, w4a4 or all)");
     if (which == "all" && (!opt.layers.empty() || !opt.json_path.empty() || !opt.sweep_layers.empty()))
       throw std::invalid_argument(
           "--layers, --sweep-layers and --json need one benchmark (sparse24 or blockwise), not all");
@@ -197,6 +200,7 @@ int bench_main(int argc, char** argv) {
 
   if (which == "sparse24") return bench_sparse24(opt);
   if (which == "blockwise") return bench_blockwise(opt);
+  if (which == "w4a4") return bench_w4a4(opt);
   const int a = bench_sparse24(opt);
   if (a == 2 && !opt.estimate_only) return a;  // no GPU: the second would say the same
   const int b = bench_blockwise(opt);

@@ -117,6 +117,7 @@ std::string to_json(const BenchReport& r) {
       os << "}";
     }
     if (!w.timing.empty()) os << ", \"timing\": " << json_string(w.timing);
+    for (const auto& e : w.extra) os << ", " << json_string(e.first) << ": " << json_number(e.second);
     if (!w.notes.empty()) os << ", \"notes\": " << json_string(w.notes);
     os << "}";
   }

@@ -35,6 +35,8 @@ struct BenchRow {
   std::vector<std::pair<std::string, AlgoChoice>> baselines_algo;  // written when non-empty
   std::string timing;  // "graph" | "direct": how every candidate of the point was timed; empty: not written
   std::string notes;   // optional; written only when non-empty
+  // Family-specific numeric fields written at the top level of the row, e.g. w4a4's "rank" and "group".
+  std::vector<std::pair<std::string, double>> extra;
 
   void add_note(const std::string& note);
   std::optional<double> baseline(const std::string& name) const;

@@ -17,6 +17,7 @@
 #include "qsgemm/blockwise.h"
 #include "qsgemm/formats.h"
 #include "qsgemm/sparse24.h"
+#include "qsgemm/w4a4.h"
 
 namespace qsgemm::cli {
 namespace {
@@ -207,6 +208,48 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   return rc;
 }
 
+// `qsgemm tune w4a4`: every configuration of the W4A4 + low-rank table on Y[M,N] = X1[M,K]·W1[N,K]ᵀ
+// + X2[M,r]·W2[N,r]ᵀ (bf16 output; --rank r, default 64; --group 64|128, default 64).
+int tune_w4a4(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_count) {
+  using namespace qsgemm::bench;
+  const int64_t R = arg_int(argc, argv, "--rank", 64), G = arg_int(argc, argv, "--group", 64);
+  cudaStream_t stream;
+  cudaStreamCreate(&stream);
+  const int64_t ng = K / std::max<int64_t>(G, 1);
+  DeviceBuffer x1(static_cast<size_t>(M * K / 2 + 16)), w1(static_cast<size_t>(N * K / 2 + 16)),
+      sx(static_cast<size_t>(4 * std::max<int64_t>(M * ng, 1))), sw(static_cast<size_t>(4 * std::max<int64_t>(N * ng, 1))),
+      x2(static_cast<size_t>(2 * M * R + 16)), w2(static_cast<size_t>(2 * N * R + 16)), y(static_cast<size_t>(2 * M * N));
+  fill_e4m3(x1.get(), static_cast<size_t>(M * K / 2), 1, stream);  // any bytes are valid INT4 pairs
+  fill_e4m3(w1.get(), static_cast<size_t>(N * K / 2), 2, stream);
+  fill_f32(sx.as<float>(), static_cast<size_t>(M * ng), 3, 0.01f, 0.02f, stream);
+  fill_f32(sw.as<float>(), static_cast<size_t>(N * ng), 4, 0.01f, 0.02f, stream);
+  fill_bf16(x2.get(), static_cast<size_t>(M * R), 5, 1.0f, stream);
+  fill_bf16(w2.get(), static_cast<size_t>(N * R), 6, 1.0f, stream);
+  Timer timer(stream);
+  SweepOptions so;
+  if (!parse_sweep_options(argc, argv, w4a4_num_configs(), w4a4_config_index, &so)) return 2;
+  const int chosen = w4a4_choose_config(M, N, K, static_cast<int>(R), sm_count);
+  std::string json;
+  arg_value(argc, argv, "--json", &json);
+  FILE* jf = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
+  std::printf("tune w4a4 M=%lld N=%lld K=%lld rank=%lld group=%lld\n", static_cast<long long>(M),
+              static_cast<long long>(N), static_cast<long long>(K), static_cast<long long>(R), static_cast<long long>(G));
+  const int rc = sweep(
+      "w4a4", M, N, K, w4a4_num_configs(), chosen, [](int i) { return w4a4_config_name(i); },
+      [&](int i, cudaStream_t st) {
+        W4A4Options opt;
+        opt.config = i;
+        w4a4_linear(MatrixView(x1.get(), DType::kI4x2, M, K / 2), sx.as<float>(), M,
+                    MatrixView(w1.get(), DType::kI4x2, N, K / 2), sw.as<float>(), static_cast<int>(G),
+                    MatrixView(x2.get(), DType::kBF16, M, R), MatrixView(w2.get(), DType::kBF16, N, R), {},
+                    MatrixView(y.get(), DType::kBF16, M, N), opt, st);
+      },
+      timer, jf, so);
+  if (jf) std::fclose(jf);
+  cudaStreamDestroy(stream);
+  return rc;
+}
+
 }  // namespace
 
 int run_tune(int argc, char** argv) {
@@ -217,7 +260,9 @@ int run_tune(int argc, char** argv) {
         "       qsgemm tune blockwise --m M --n N --k K [--json FILE] [--gx group_1x128|block_128x128|per_row]\n"
         "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n"
         "                             [--split-k S1,S2,...]\n"
-        "                             [--configs NAME|I,...] [--interleave]\n\n"
+        "                             [--configs NAME|I,...] [--interleave]\n"
+        "       qsgemm tune w4a4 --m M --n N --k K [--rank R] [--group 64|128] [--json FILE]\n"
+        "                        [--configs NAME|I,...] [--interleave]\n\n"
         "Times every sparse24 kernel configuration on Y[M,N] = X[M,K]·W[N,K]ᵀ (bf16 output, per-token and\n"
         "per-channel scales; L2 flushed, median time) and prints each with the winner and the heuristic's\n"
         "pick. --json appends one JSON line per configuration to FILE. 'tune blockwise' does the same for the\n"
@@ -232,8 +277,8 @@ int run_tune(int argc, char** argv) {
     return argc < 1 ? 2 : 0;
   }
   const std::string family = argv[0];
-  if (family != "sparse24" && family != "blockwise") {
-    std::fprintf(stderr, "qsgemm tune: unknown family '%s' (known: sparse24, blockwise)\n", family.c_str());
+  if (family != "sparse24" && family != "blockwise" && family != "w4a4") {
+    std::fprintf(stderr, "qsgemm tune: unknown family '%s' (known: sparse24, blockwise, w4a4)\n", family.c_str());
     return 2;
   }
   const int64_t M = arg_int(argc, argv, "--m", 16), N = arg_int(argc, argv, "--n", 4096),
@@ -244,6 +289,7 @@ int run_tune(int argc, char** argv) {
     return 2;
   }
   if (family == "blockwise") return tune_blockwise(argc, argv, M, N, K, d.sm_count);
+  if (family == "w4a4") return tune_w4a4(argc, argv, M, N, K, d.sm_count);
   using namespace qsgemm::bench;
   cudaStream_t stream;
   cudaStreamCreate(&stream);

@@ -11,3 +11,4 @@
 #include "qsgemm/sparse24.h"   // 2:4 sparse FP8: compress, decompress, linear
 #include "qsgemm/tensor.h"     // MatrixView, VectorView, DType
 #include "qsgemm/version.h"    // QSGEMM_VERSION, qsgemm::version()
+#include "qsgemm/w4a4.h"       // W4A4 + low-rank: packer, quantizer, fused GEMM

@@ -1,0 +1,112 @@
+// The one table of W4A4 + low-rank kernel configurations and the launch arguments shared by the host
+// code (src/w4a4.cpp) and the kernels (sm90_w4a4_gemm.cuh). Host-only: no device code. The heuristic
+// that picks a row is src/w4a4_heuristic.{h,cpp}.
+//
+// Coordinates: Y[L,D] = X1[L,D1]·W1[D,D1]ᵀ with X1 as the MMA's A operand (row-major) and W1 as B
+// (K-major), Y row-major; no operand swap.
+//
+// Why these tiles:
+//  * tile_k is 128 INT4 values (64 bytes per row) in every configuration: one K tile holds one
+//    group of 128 or two groups of 64 (docs/formats.md §5), so each group's integer sum is promoted
+//    at a tile or half-tile boundary.
+//  * 128x128 (8 warps of 64x32) is the general tile; 64x128 (8 warps of 32x32) doubles the CTA count
+//    where 128-row tiles leave SMs idle; 32x64 (4 warps of 32x16) and 32x32 (2 warps of 32x16, 8
+//    stages, 4 K slices: 8 warps) are for decode sizes (L <= 32), where the weight stream dominates:
+//    the 32x32 tile puts twice the CTAs and seven K tiles per CTA in flight (about 28 KiB of loads
+//    per CTA, ~3.6 MB over the GPU at D = 4096), what a 4.8 TB/s memory needs to cover its latency,
+//    and its four K slices give each CTA eight warps to hide the MMA and shared-memory latency.
+//  * k_slices: warps splitting each K tile's k32 steps (sm90_w4a4_gemm.cuh); their partial float32
+//    tiles are added in shared memory at the end.
+//  * stages: the cp.async ring depth (all in static shared memory, <= 48 KiB).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "qsgemm/tensor.h"
+
+namespace qsgemm::kernels {
+
+struct W4A4Config {
+  const char* label;  // the public name (w4a4_config_name, the CLI's --configs)
+  int tile_m, tile_n;
+  int warps_m, warps_n;
+  int k_slices;  // warps that split each K tile's four k32 steps per output sub-tile (1: none)
+  int stages;
+  static constexpr int tile_k = 128;  // INT4 values per K tile (64 bytes of a packed row)
+  int threads() const { return 32 * warps_m * warps_n * k_slices; }
+  std::string name() const { return label; }
+};
+
+inline constexpr W4A4Config kW4A4Configs[] = {
+    {"128x128x128_w2x4", 128, 128, 2, 4, 1, 3},
+    {"64x128x128_w2x4", 64, 128, 2, 4, 1, 3},
+    {"32x64x128_w1x4", 32, 64, 1, 4, 1, 3},
+    {"32x32x128_w1x2_k4_s8", 32, 32, 1, 2, 4, 8},
+};
+inline constexpr int kW4A4NumConfigs = static_cast<int>(sizeof(kW4A4Configs) / sizeof(kW4A4Configs[0]));
+
+// The index of a configuration by name at compile time (-1 when absent).
+constexpr int w4a4_named(std::string_view name) {
+  for (int i = 0; i < kW4A4NumConfigs; ++i)
+    if (std::string_view(kW4A4Configs[i].label) == name) return i;
+  return -1;
+}
+
+// Everything one GEMM launch reads: validated by src/w4a4.cpp.
+struct W4A4GemmArgs {
+  const uint8_t* x1 = nullptr;  // packed [L][D1/2], ld_x1 bytes
+  int64_t ld_x1 = 0;
+  const uint8_t* w1 = nullptr;  // packed [D][D1/2], ld_w1 bytes
+  int64_t ld_w1 = 0;
+  const float* sx = nullptr;    // M-major [D1/group][ld_sx]
+  int64_t ld_sx = 0;
+  const float* sw = nullptr;    // row-major [D][D1/group]
+  const void* x2 = nullptr;     // bf16 [L][rank], ld_x2 elements
+  int64_t ld_x2 = 0;
+  const void* w2 = nullptr;     // bf16 [D][rank], ld_w2 elements
+  int64_t ld_w2 = 0;
+  int rank = 0;
+  const void* bias = nullptr;   // [D] or null
+  bool bias_f32 = false;        // bias dtype: fp32 (true) or the output dtype
+  void* y = nullptr;            // [L][D], ld_y elements
+  int64_t ld_y = 0;
+  DType y_dtype = DType::kBF16;
+  int64_t L = 0, D = 0, D1 = 0;
+  int group = 64;
+};
+
+// One launcher per output dtype (sm90_w4a4_gemm_<dtype>.cu), each dispatching config and group.
+void run_w4a4_gemm_bf16(const W4A4GemmArgs& a, int config, cudaStream_t stream);
+void run_w4a4_gemm_f16(const W4A4GemmArgs& a, int config, cudaStream_t stream);
+void run_w4a4_gemm_f32(const W4A4GemmArgs& a, int config, cudaStream_t stream);
+
+// The INT4 group quantizer (sm90_w4a4_quantize.cu): x [rows][cols] (bf16/fp16/fp32, ldx elements)
+// → packed codes q [rows][cols/2] (ldq bytes) and the scale of (row r, group g) at
+// scales[r * s_row + g * s_grp]; with rank > 0 also x2 = x · l1ᵀ [rows][rank] (fp32 or bf16).
+// With bad != null, the smallest row-major index r * cols + c of a non-finite element is
+// atomicMin'ed into *bad (which the caller sets to ~0 first).
+struct W4A4QuantArgs {
+  const void* x = nullptr;
+  DType x_dtype = DType::kBF16;
+  int64_t ldx = 0;
+  int64_t rows = 0, cols = 0;
+  int group = 64;
+  uint8_t* q = nullptr;
+  int64_t ldq = 0;
+  float* scales = nullptr;
+  int64_t s_row = 0, s_grp = 0;
+  const void* l1 = nullptr;  // bf16 [rank][cols], ld_l1 elements
+  int64_t ld_l1 = 0;
+  int rank = 0;
+  void* x2 = nullptr;
+  int64_t ld_x2 = 0;
+  bool x2_f32 = false;
+  unsigned long long* bad = nullptr;
+};
+void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream);
+
+}  // namespace qsgemm::kernels

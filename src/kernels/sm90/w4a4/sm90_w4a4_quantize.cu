@@ -1,0 +1,389 @@
+// The INT4 group quantizer of the W4A4 family (w4a4_pack_weight, w4a4_quantize_activations), with the
+// low-rank down-projection X2 = X·L1ᵀ fused: X is read from global memory once.
+//
+// One CTA of 256 threads owns kRows = 16 rows and walks K in chunks of 128 columns (one group of
+// 128 or two of 64; D1 % 64 == 0, so a chunk is whole groups, the last possibly one group of 64):
+//  * the X chunk goes to shared memory as float (rows padded to 129 floats: no bank conflicts when a
+//    warp reads two rows), the L1 chunk [r][128] as bf16 (rows padded to 130: 65 words, so 32
+//    consecutive rows fall in 32 banks);
+//  * each warp quantizes two rows: lane l holds columns 4l..4l+3, the group amax is a shuffle
+//    reduction over 16 (group 64) or 32 (group 128) lanes; s = amax/7 (1 for amax 0, at least
+//    FLT_MIN), q = clamp(rint(x/s), -8, 7) with IEEE division (__fdiv_rn) — the operations of
+//    int4_scale_from_amax / int4_quantize, so the codes and scales are bit-identical to the CPU;
+//  * X2: for bf16 X, bf16 m16n8k16 MMAs (the 16 rows are one m16 tile, warp w owns rank tiles w and
+//    w + 8) into float32 accumulators; for fp16 / fp32 X (values bf16 cannot hold), each thread
+//    accumulates up to 8 outputs (row i, rank j) over the chunk with scalar float32 FMAs in
+//    ascending k.
+// bf16 X (the common case) runs a second kernel with the same arithmetic: the chunks of X and L1
+// arrive through a 4-deep cp.async ring in dynamic shared memory (raw bf16), so several chunks'
+// memory latency overlap instead of one per chunk (sm90_w4a4_quantize_bf16_pipelined_kernel).
+// Non-finite inputs are reported through *bad (the packer) as the smallest row-major index.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
+#include "per_device_once.h"
+#include "validate.h"
+#include "qsgemm/w4a4.h"
+
+namespace qsgemm::kernels {
+namespace {
+
+constexpr int kRows = 16;
+constexpr int kChunk = 128;
+constexpr int kThreads = 256;
+constexpr int kXPitch = kChunk + 1;   // floats
+constexpr int kLPitch = kChunk + 2;   // bf16
+constexpr int kMaxOut = kRows * kW4A4MaxRank / kThreads;  // X2 outputs per thread
+static_assert(kRows * kW4A4MaxRank % kThreads == 0, "X2 outputs divide evenly over the threads");
+
+static_assert(kRows * kChunk / 8 == kThreads, "one 8-element vector of X per thread per chunk");
+
+// 8 consecutive elements as floats (16-byte aligned for 16-bit types, 32-byte for fp32).
+__device__ __forceinline__ void load8(const float* p, float (&v)[8]) {
+  const float4 a = __ldg(reinterpret_cast<const float4*>(p)), b = __ldg(reinterpret_cast<const float4*>(p) + 1);
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+__device__ __forceinline__ void load8(const __nv_bfloat16* p, float (&v)[8]) {
+  const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    v[2 * i] = f.x, v[2 * i + 1] = f.y;
+  }
+}
+__device__ __forceinline__ void load8(const __half* p, float (&v)[8]) {
+  const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+  const __half2* h = reinterpret_cast<const __half2*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    v[2 * i] = f.x, v[2 * i + 1] = f.y;
+  }
+}
+
+// X2 = X·L1ᵀ on the tensor cores (bf16 m16n8k16, float32 accumulators) when X is bf16: L1 is bf16,
+// so the products are exact either way, and the scalar loop (fp16 / fp32 X, whose values bf16 cannot
+// hold) would make the quantizer compute-bound at large ranks (L·D1·r FMAs).
+template <class InT>
+inline constexpr bool kX2OnTensorCores = std::is_same_v<InT, __nv_bfloat16>;
+
+__device__ __forceinline__ uint32_t bf16x2(float lo, float hi) {  // exact: the values are bf16
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ int int4_code(float x, float s) {
+  const float r = rintf(__fdiv_rn(x, s));  // ties to even, as nearbyint in the default mode
+  return r > 7.0f ? 7 : (r < -8.0f ? -8 : static_cast<int>(r));
+}
+
+// One warp quantizes one row's 128-column chunk starting at c0: lane l holds columns c0 + 4l .. +3
+// in v. The group amax is a shuffle reduction over 16 (group 64) or 32 (group 128) lanes; every lane
+// must call this (the shuffles), also for a row or columns outside the matrix (which write nothing).
+__device__ __forceinline__ void quantize_lane_values(const W4A4QuantArgs& a, int64_t r, int64_t c0, int lane,
+                                                     const float (&v)[4]) {
+  const int64_t c = c0 + 4 * lane;
+  float amax = 0.0f;
+#pragma unroll
+  for (int u = 0; u < 4; ++u) amax = fmaxf(amax, fabsf(v[u]));
+#pragma unroll
+  for (int off = 8; off >= 1; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
+  if (a.group == 128) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 16));
+  if (r >= a.rows || c >= a.cols) return;  // after the shuffles: every lane takes part in them
+  const float s = amax > 0.0f ? fmaxf(__fdiv_rn(amax, 7.0f), FLT_MIN) : 1.0f;
+  const int q0 = int4_code(v[0], s), q1 = int4_code(v[1], s), q2 = int4_code(v[2], s), q3 = int4_code(v[3], s);
+  const uint16_t packed = static_cast<uint16_t>((q0 & 0xF) | ((q1 & 0xF) << 4) | ((q2 & 0xF) << 8) | ((q3 & 0xF) << 12));
+  *reinterpret_cast<uint16_t*>(a.q + r * a.ldq + c / 2) = packed;  // c % 4 == 0: 2-byte aligned
+  if ((4 * lane) % a.group == 0) a.scales[r * a.s_row + (c / a.group) * a.s_grp] = s;
+}
+
+template <class InT>
+__global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_kernel(const W4A4QuantArgs a) {
+  __shared__ float xs[kRows][kXPitch];
+  __shared__ __align__(16) uint16_t ls[kW4A4MaxRank * kLPitch];
+
+  const InT* x = static_cast<const InT*>(a.x);
+  const uint16_t* l1 = static_cast<const uint16_t*>(a.l1);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int rank = a.rank;
+
+  float acc[kMaxOut];
+#pragma unroll
+  for (int q = 0; q < kMaxOut; ++q) acc[q] = 0.0f;
+
+  for (int64_t c0 = 0; c0 < a.cols; c0 += kChunk) {
+    __syncthreads();  // the previous chunk's readers are done
+    {  // X: one vector of 8 elements per thread (16-byte rows: validated; cols % 64 == 0, so a
+       // vector is wholly inside or outside the matrix)
+      const int i = tid / (kChunk / 8), k = (tid % (kChunk / 8)) * 8;
+      const int64_t r = r0 + i, c = c0 + k;
+      float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+      if (r < a.rows && c < a.cols) {
+        load8(x + r * a.ldx + c, v);
+        if (a.bad != nullptr)
+#pragma unroll
+          for (int u = 0; u < 8; ++u)
+            if (!isfinite(v[u])) {
+              atomicMin(a.bad, static_cast<unsigned long long>(r * a.cols + c + u));
+              break;
+            }
+      }
+#pragma unroll
+      for (int u = 0; u < 8; ++u) xs[i][k + u] = v[u];
+    }
+    for (int e = tid; e < rank * (kChunk / 8); e += kThreads) {  // L1: 8 bf16 per load
+      const int j = e / (kChunk / 8), k = (e % (kChunk / 8)) * 8;
+      const int64_t c = c0 + k;
+      const uint4 u = c < a.cols ? __ldg(reinterpret_cast<const uint4*>(l1 + j * a.ld_l1 + c)) : make_uint4(0, 0, 0, 0);
+      uint32_t* d = reinterpret_cast<uint32_t*>(ls + j * kLPitch + k);  // 4-byte aligned: 260·j + 2·k
+      d[0] = u.x;
+      d[1] = u.y;
+      d[2] = u.z;
+      d[3] = u.w;
+    }
+    __syncthreads();
+
+    // ---- quantize: warp w owns rows w and w + 8 of the tile ----------------------------------------
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const int i = warp + 8 * rr;
+      float v[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) v[u] = xs[i][4 * lane + u];
+      quantize_lane_values(a, r0 + i, c0, lane, v);
+    }
+
+    // ---- X2 partial sums over this chunk --------------------------------------------------------
+    if constexpr (kX2OnTensorCores<InT>) {
+      // bf16 X: the 16 rows are one m16 tile; warp w owns the n8 rank tiles w and w + 8. The bf16
+      // products are exact in the float32 accumulators (as in the scalar path); only the summation
+      // order differs.
+#pragma unroll
+      for (int it = 0; it < 2; ++it) {
+        const int nt = warp + 8 * it;
+        if (nt * 8 >= rank) break;
+        const int g = lane >> 2, t = lane & 3;
+        const uint16_t* lrow = ls + (nt * 8 + g) * kLPitch;
+        float c[4] = {acc[4 * it], acc[4 * it + 1], acc[4 * it + 2], acc[4 * it + 3]};
+#pragma unroll
+        for (int k0 = 0; k0 < kChunk; k0 += 16) {
+          const uint32_t a0 = bf16x2(xs[g][k0 + 2 * t], xs[g][k0 + 2 * t + 1]);
+          const uint32_t a1 = bf16x2(xs[g + 8][k0 + 2 * t], xs[g + 8][k0 + 2 * t + 1]);
+          const uint32_t a2 = bf16x2(xs[g][k0 + 8 + 2 * t], xs[g][k0 + 9 + 2 * t]);
+          const uint32_t a3 = bf16x2(xs[g + 8][k0 + 8 + 2 * t], xs[g + 8][k0 + 9 + 2 * t]);
+          const uint32_t b0 = *reinterpret_cast<const uint32_t*>(lrow + k0 + 2 * t);
+          const uint32_t b1 = *reinterpret_cast<const uint32_t*>(lrow + k0 + 8 + 2 * t);
+          mma_bf16(c, a0, a1, a2, a3, b0, b1);
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[4 * it + e] = c[e];
+      }
+    } else if (rank > 0) {
+#pragma unroll
+      for (int q = 0; q < kMaxOut; ++q) {
+        const int o = tid + kThreads * q;
+        if (o < kRows * rank) {
+          const int i = o / rank, j = o % rank;
+          float s = acc[q];
+          for (int k = 0; k < kChunk; ++k)
+            s = fmaf(xs[i][k], __bfloat162float(__ushort_as_bfloat16(ls[j * kLPitch + k])), s);
+          acc[q] = s;
+        }
+      }
+    }
+  }
+
+  auto store_x2 = [&](int64_t r, int j, float v) {
+    if (r >= a.rows) return;
+    if (a.x2_f32)
+      static_cast<float*>(a.x2)[r * a.ld_x2 + j] = v;
+    else
+      static_cast<__nv_bfloat16*>(a.x2)[r * a.ld_x2 + j] = __float2bfloat16_rn(v);
+  };
+  if constexpr (kX2OnTensorCores<InT>) {
+    // m16n8 accumulator layout: c0, c1 at (row g, rank 2t, 2t+1), c2, c3 at row g + 8.
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int it = 0; it < 2; ++it) {
+      const int nt = warp + 8 * it;
+      if (nt * 8 >= rank) break;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) store_x2(r0 + g + 8 * (e >> 1), nt * 8 + 2 * t + (e & 1), acc[4 * it + e]);
+    }
+  } else if (rank > 0) {
+#pragma unroll
+    for (int q = 0; q < kMaxOut; ++q) {
+      const int o = tid + kThreads * q;
+      if (o >= kRows * rank) continue;
+      store_x2(r0 + o / rank, o % rank, acc[q]);
+    }
+  }
+}
+
+// ---- bf16 X: a cp.async ring of chunks ------------------------------------------------------------
+// The kernel above moves one chunk at a time (load, barrier, compute, barrier), so each CTA waits a
+// full memory latency per 128 columns. For bf16 X (the common case, and the one whose X2 runs on
+// tensor cores) this one keeps kQStages chunks of X and L1 in flight with cp.async, as raw bf16 in
+// dynamic shared memory; same arithmetic, same results.
+constexpr int kQStages = 4;
+constexpr int kRawPitch = kChunk + 8;                          // bf16 per smem row: 272 bytes
+constexpr int kRawRowBytes = kRawPitch * 2;                    // 16-byte aligned rows for cp.async
+constexpr int kStageXBytes = kRows * kRawRowBytes;             // 4352
+__host__ __device__ inline int stage_bytes(int rank) { return kStageXBytes + rank * kRawRowBytes; }
+inline int pipelined_smem_bytes(int rank) { return kQStages * stage_bytes(rank); }
+static_assert(kRawRowBytes % 16 == 0 && kStageXBytes % 16 == 0, "16-byte cp.async destinations");
+
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_bf16_pipelined_kernel(const W4A4QuantArgs a) {
+  extern __shared__ __align__(16) uint8_t qsmem[];
+  const __nv_bfloat16* x = static_cast<const __nv_bfloat16*>(a.x);
+  const __nv_bfloat16* l1 = static_cast<const __nv_bfloat16*>(a.l1);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;  // MMA fragment coordinates
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int rank = a.rank;
+  const int sbytes = stage_bytes(rank);
+  const int64_t nchunks = (a.cols + kChunk - 1) / kChunk;
+  const uint32_t smem0 = static_cast<uint32_t>(__cvta_generic_to_shared(qsmem));
+
+  // Chunk ch into stage st: X rows r0.. (one 16-byte piece per thread: 16 rows x 16 pieces), then the
+  // L1 rows 0..rank-1 (rank x 16 pieces). Pieces outside the matrix are zero-filled (src-size 0).
+  auto load_chunk = [&](int st, int64_t ch) {
+    const int64_t c0 = ch * kChunk;
+    const uint32_t base = smem0 + static_cast<uint32_t>(st * sbytes);
+    {
+      const int i = tid >> 4, q = tid & 15;
+      const int64_t r = r0 + i, c = c0 + q * 8;
+      const bool ok = r < a.rows && c < a.cols;  // cols % 64 == 0: a piece is wholly in or out
+      cp_async_16(base + i * kRawRowBytes + q * 16, ok ? static_cast<const void*>(x + r * a.ldx + c) : a.x, ok ? 16 : 0);
+    }
+    for (int e = tid; e < rank * 16; e += kThreads) {
+      const int j = e >> 4, q = e & 15;
+      const int64_t c = c0 + q * 8;
+      const bool ok = c < a.cols;
+      cp_async_16(base + kStageXBytes + j * kRawRowBytes + q * 16,
+                  ok ? static_cast<const void*>(l1 + j * a.ld_l1 + c) : a.x, ok ? 16 : 0);
+    }
+  };
+
+  float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+  for (int st = 0; st < kQStages - 1; ++st) {
+    if (st < nchunks) load_chunk(st, st);
+    cp_async_commit();
+  }
+  for (int64_t ch = 0; ch < nchunks; ++ch) {
+    cp_async_wait<kQStages - 2>();
+    __syncthreads();  // chunk ch is visible to all; every thread is done with chunk ch - 1's stage
+    if (ch + kQStages - 1 < nchunks) load_chunk(static_cast<int>((ch + kQStages - 1) % kQStages), ch + kQStages - 1);
+    cp_async_commit();
+    const uint8_t* xs = qsmem + static_cast<int>(ch % kQStages) * sbytes;  // [16][kRawPitch] bf16
+    const uint8_t* ls = xs + kStageXBytes;                                 // [rank][kRawPitch] bf16
+    const int64_t c0 = ch * kChunk;
+
+    // Quantize: warp w owns rows w and w + 8; lane l columns 4l .. 4l + 3 (8 bytes).
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const int i = warp + 8 * rr;
+      const uint2 u = *reinterpret_cast<const uint2*>(xs + i * kRawRowBytes + lane * 8);
+      const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+      const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+      const float v[4] = {lo.x, lo.y, hi.x, hi.y};
+      const int64_t r = r0 + i, c = c0 + 4 * lane;
+      if (a.bad != nullptr && r < a.rows && c < a.cols)
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          if (!isfinite(v[k])) {
+            atomicMin(a.bad, static_cast<unsigned long long>(r * a.cols + c + k));
+            break;
+          }
+      quantize_lane_values(a, r, c0, lane, v);
+    }
+
+    // X2 += X_chunk · L1_chunkᵀ: warp w owns the n8 rank tiles w and w + 8 (bf16 m16n8k16).
+#pragma unroll
+    for (int it = 0; it < 2; ++it) {
+      const int nt = warp + 8 * it;
+      if (nt * 8 >= rank) break;
+      const uint8_t* arow0 = xs + g * kRawRowBytes;
+      const uint8_t* arow1 = xs + (g + 8) * kRawRowBytes;
+      const uint8_t* brow = ls + (nt * 8 + g) * kRawRowBytes;
+#pragma unroll
+      for (int k0 = 0; k0 < kChunk; k0 += 16) {
+        const int o0 = (k0 + 2 * t) * 2, o1 = (k0 + 8 + 2 * t) * 2;  // bytes
+        mma_bf16(acc[it], *reinterpret_cast<const uint32_t*>(arow0 + o0), *reinterpret_cast<const uint32_t*>(arow1 + o0),
+                 *reinterpret_cast<const uint32_t*>(arow0 + o1), *reinterpret_cast<const uint32_t*>(arow1 + o1),
+                 *reinterpret_cast<const uint32_t*>(brow + o0), *reinterpret_cast<const uint32_t*>(brow + o1));
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  // m16n8 accumulator layout: c0, c1 at (row g, rank 2t, 2t+1), c2, c3 at row g + 8.
+#pragma unroll
+  for (int it = 0; it < 2; ++it) {
+    const int nt = warp + 8 * it;
+    if (nt * 8 >= rank) break;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int64_t r = r0 + g + 8 * (e >> 1);
+      const int j = nt * 8 + 2 * t + (e & 1);
+      if (r >= a.rows) continue;
+      if (a.x2_f32)
+        static_cast<float*>(a.x2)[r * a.ld_x2 + j] = acc[it][e];
+      else
+        static_cast<__nv_bfloat16*>(a.x2)[r * a.ld_x2 + j] = __float2bfloat16_rn(acc[it][e]);
+    }
+  }
+}
+
+}  // namespace
+
+void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
+  if (a.rows == 0) return;
+  const dim3 grid(static_cast<unsigned>((a.rows + kRows - 1) / kRows));
+  switch (a.x_dtype) {
+    case DType::kBF16: {
+      // The largest ring (rank 128) is allowed once per device (kernel attributes are per device);
+      // each launch asks for its rank's size.
+      static detail::PerDeviceOnce once;
+      const cudaError_t attr = once.run(detail::current_device(), [] {
+        return cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_pipelined_kernel,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, pipelined_smem_bytes(kW4A4MaxRank));
+      });
+      if (attr != cudaSuccess) {
+        detail::check_cuda(attr, "w4a4 quantizer", "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+        return;
+      }
+      sm90_w4a4_quantize_bf16_pipelined_kernel<<<grid, kThreads, pipelined_smem_bytes(a.rank), stream>>>(a);
+      break;
+    }
+    case DType::kF16: sm90_w4a4_quantize_kernel<__half><<<grid, kThreads, 0, stream>>>(a); break;
+    default: sm90_w4a4_quantize_kernel<float><<<grid, kThreads, 0, stream>>>(a); break;
+  }
+}
+
+}  // namespace qsgemm::kernels

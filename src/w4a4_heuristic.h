@@ -1,0 +1,30 @@
+// The pure heuristic of the W4A4 + low-rank family: problem shape + SM count -> configuration (a row
+// of kW4A4Configs, src/kernels/sm90/w4a4/sm90_w4a4_configs.h). No device calls. Tested in
+// tests/cpu/test_w4a4_heuristic.cpp.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
+
+namespace qsgemm::kernels {
+
+namespace w4a4_detail {
+inline constexpr int kSquare = w4a4_named("128x128x128_w2x4");
+inline constexpr int kNarrow = w4a4_named("64x128x128_w2x4");
+inline constexpr int kSmall = w4a4_named("32x64x128_w1x4");
+inline constexpr int kDecode = w4a4_named("32x32x128_w1x2_k4_s8");
+static_assert(kSquare >= 0 && kNarrow >= 0 && kSmall >= 0 && kDecode >= 0, "the heuristic names rows of kW4A4Configs");
+}  // namespace w4a4_detail
+
+// L up to which the decode tile is taken.
+inline constexpr int64_t kW4A4DecodeMaxL = 32;
+
+// Y[L,D] = X1[L,D1]·W1ᵀ + X2·W2ᵀ: decode sizes (L <= 32) take the 32x32 8-stage tile with 4 K slices
+// (the most weight bytes and warps in flight); otherwise the largest tile of 128x128, 64x128, 32x64
+// whose CTA count reaches 3/4 of the SMs (larger tiles reuse each operand byte more), else the
+// decode tile. A wave-count rule, not yet tuned on the device (`qsgemm tune w4a4` sweeps the table).
+// L >= 0, D > 0, sm_count > 0 (the callers check).
+int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count);
+
+}  // namespace qsgemm::kernels

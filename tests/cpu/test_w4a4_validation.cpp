@@ -1,0 +1,379 @@
+// The W4A4 + low-rank family on the CPU: every rule of include/qsgemm/w4a4.h rejected before any GPU
+// work with its status and a message naming the values; the config table and the pure heuristic; the
+// INT4 format (docs/formats.md §5) round trip; and the kernel's nibble-widening arithmetic checked
+// against the reference on every pair of nibbles. Runs without a GPU (fake, well-aligned addresses).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
+#include "qsgemm/error.h"
+#include "qsgemm/formats.h"
+#include "qsgemm/reference.h"
+#include "qsgemm/w4a4.h"
+#include "validation_test_util.h"
+#include "w4a4_heuristic.h"
+
+namespace {
+
+using namespace qsgemm;
+using test::addr;
+using test::expect_error;
+using test::faddr;
+
+// A valid problem: L=16, D=256, D1=512, group 64, rank 32, bf16 output.
+struct Case {
+  MatrixView x1{addr(0x100000), DType::kI4x2, 16, 256};
+  const float* sx = faddr(0x200000);
+  int64_t ld_sx = 16;
+  MatrixView w1{addr(0x300000), DType::kI4x2, 256, 256};
+  const float* sw = faddr(0x400000);
+  int group = 64;
+  MatrixView x2{addr(0x500000), DType::kBF16, 16, 32};
+  MatrixView w2{addr(0x600000), DType::kBF16, 256, 32};
+  VectorView bias{};
+  MatrixView y{addr(0x700000), DType::kBF16, 16, 256};
+  W4A4Options opt{};
+  void run() const { w4a4_linear(x1, sx, ld_sx, w1, sw, group, x2, w2, bias, y, opt, nullptr); }
+};
+
+TEST(W4A4Validation, Dtypes) {
+  Case c;
+  c.x1.dtype = DType::kE4M3;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "dtype e4m3 is not accepted", "x1");
+  c = Case{};
+  c.w1.dtype = DType::kU8;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "dtype", "w1");
+  c = Case{};
+  c.y.dtype = DType::kE4M3;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "dtype e4m3 is not accepted", "y");
+  c = Case{};
+  c.x2.dtype = DType::kF32;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "dtype fp32 is not accepted", "x2");
+  c = Case{};
+  c.w2.dtype = DType::kF16;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "dtype fp16 is not accepted", "w2");
+}
+
+TEST(W4A4Validation, GroupAndReductionDimension) {
+  Case c;
+  c.group = 32;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "group=32 must be 64 or 128", "group");
+  c = Case{};
+  c.group = 128;
+  c.x1.cols = c.x1.ld = c.w1.cols = c.w1.ld = 160;  // D1 = 320: not whole groups of 128
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "D1=320 must be a positive multiple of group=128", "D1");
+  c = Case{};
+  c.w1.cols = c.w1.ld = 128;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "has 128 columns, expected 256", "w1");
+}
+
+TEST(W4A4Validation, OutputChannels) {
+  Case c;
+  c.w1.rows = 12;
+  c.y.cols = 12;
+  c.y.ld = 16;
+  c.w2.rows = 12;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "D=12 (rows of w1) must be a positive multiple of 8", "D");
+  c = Case{};
+  c.y.cols = 128;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "has 128 columns, expected 256", "y");
+  c = Case{};
+  c.y.rows = 15;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "has 15 rows, expected 16", "y");
+}
+
+TEST(W4A4Validation, Rank) {
+  for (int r : {8, 24, 144}) {
+    Case c;
+    c.x2.cols = c.x2.ld = r;
+    c.w2.cols = c.w2.ld = r;
+    expect_error([&] { c.run(); }, Status::kInvalidArgument, "rank r=" + std::to_string(r) + " must be a multiple of 16",
+                 "x2");
+  }
+  Case c;
+  c.w2.cols = c.w2.ld = 16;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "has 16 columns, expected 32", "w2");
+  c = Case{};
+  c.x2.rows = 8;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "has 8 rows, expected 16", "x2");
+  // r = 0 with x2 but not w2 empty.
+  c = Case{};
+  c.x2 = MatrixView(nullptr, DType::kBF16, 16, 0);
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "has 32 columns, expected 0", "w2");
+}
+
+TEST(W4A4Validation, Alignment) {
+  Case c;
+  c.x1.data = addr(0x100008);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be 16-byte aligned", "x1");
+  c = Case{};
+  c.x1.ld = 264;
+  expect_error([&] { c.run(); }, Status::kMisaligned, "ld=264 (264 bytes) must be a multiple of 16 bytes", "x1");
+  c = Case{};
+  c.w1.ld = 260;
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be a multiple of 16 bytes", "w1");
+  c = Case{};
+  c.x2.data = addr(0x500004);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be 16-byte aligned", "x2");
+  c = Case{};
+  c.w2.ld = 36;  // 72 bytes
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be a multiple of 16 bytes", "w2");
+  c = Case{};
+  c.y.ld = 260;  // 520 bytes of bf16
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be a multiple of 16 bytes", "y");
+  c = Case{};
+  c.sx = faddr(0x200002);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be 4-byte aligned", "x_scale");
+  c = Case{};
+  c.sw = faddr(0x400001);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be 4-byte aligned", "w_scale");
+  c = Case{};
+  c.opt.workspace = addr(0x800008);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be 16-byte aligned", "options.workspace");
+}
+
+TEST(W4A4Validation, ScalesBiasOptions) {
+  Case c;
+  c.ld_sx = 15;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "ld_x_scale=15 must be >= L=16", "x_scale");
+  c = Case{};
+  c.sw = nullptr;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "null pointer", "w_scale");
+  c = Case{};
+  c.sx = nullptr;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "null pointer", "x_scale");
+  c = Case{};
+  c.bias = VectorView(addr(0x900000), DType::kF32, 255);
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "bias has 255 elements, expected N=256", "bias");
+  c = Case{};
+  c.bias = VectorView(addr(0x900000), DType::kF16, 256);
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "must be fp32 or the output dtype", "bias");
+  c = Case{};
+  c.opt.split_k = 2;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "does not split K", "options.split_k");
+  c = Case{};
+  c.opt.config = w4a4_num_configs();
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "is outside [-1, 4)", "options.config");
+}
+
+TEST(W4A4Validation, OverlappingOutput) {
+  Case c;
+  c.y.data = c.x1.data;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "overlaps x1", "y");
+  c = Case{};
+  c.y.data = addr(0x600000 - 16);  // runs into w2
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "overlaps w2", "y");
+  c = Case{};
+  c.bias = VectorView(addr(0x700000 + 64), DType::kF32, 256);
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "overlaps bias", "y");
+  // r = 0: x2/w2 are not read, so they may be anything (null, and not checked for overlap).
+  c = Case{};
+  c.x2 = MatrixView(nullptr, DType::kBF16, 0, 0);
+  c.w2 = MatrixView(nullptr, DType::kBF16, 0, 0);
+  c.x1.rows = c.y.rows = 0;  // L = 0: a no-op after validation, no GPU touched
+  EXPECT_NO_THROW(c.run());
+}
+
+TEST(W4A4Validation, Extents) {
+  Case c;
+  c.w1.rows = c.y.cols = c.y.ld = c.w2.rows = int64_t{65535} * 64 + 8;  // more CTA columns than gridDim.y holds
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "exceeds 4194240", "D");
+  c = Case{};
+  c.x1.rows = c.y.rows = c.x2.rows = int64_t{1} << 31;
+  c.ld_sx = c.x1.rows;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "exceeds 2147483647 in one dimension", "L");
+  c = Case{};
+  c.ld_sx = int64_t{1} << 30;  // x 8 groups > 2^31 scales
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "groups exceeds 2147483647 scales", "x_scale");
+  W4A4Options o;
+  expect_error([&] { w4a4_plan(-1, 4096, 4096, 0, o, 132); }, Status::kInvalidArgument, "is not a problem", "L");
+  expect_error([&] { w4a4_plan(16, 0, 4096, 0, o, 132); }, Status::kInvalidArgument, "is not a problem", "L");
+  expect_error([&] { w4a4_plan(16, 4096, 4096, 0, o, -1); }, Status::kInvalidArgument, "sm_count=-1", "sm_count");
+}
+
+TEST(W4A4Validation, QuantizerRules) {
+  const MatrixView x(addr(0x100000), DType::kBF16, 16, 512);
+  const MatrixView l1(addr(0x200000), DType::kBF16, 32, 512);
+  const MatrixView x1(addr(0x300000), DType::kI4x2, 16, 256);
+  float* sx = reinterpret_cast<float*>(0x400000);
+  const MatrixView x2(addr(0x500000), DType::kF32, 16, 32);
+  auto run = [&](const MatrixView& x_, int g, const MatrixView& l1_, const MatrixView& x1_, float* s, int64_t ld,
+                 const MatrixView& x2_) { w4a4_quantize_activations(x_, g, l1_, x1_, s, ld, x2_, nullptr); };
+  expect_error([&] { run(MatrixView(addr(0x100000), DType::kE4M3, 16, 512), 64, l1, x1, sx, 16, x2); },
+               Status::kInvalidArgument, "dtype e4m3 is not accepted", "x");
+  expect_error([&] { run(x, 96, l1, x1, sx, 16, x2); }, Status::kInvalidArgument, "group=96 must be 64 or 128", "group");
+  expect_error([&] { run(MatrixView(addr(0x100000), DType::kBF16, 16, 96, 512), 64, l1, x1, sx, 16, x2); },
+               Status::kInvalidArgument, "D1=96 must be a positive multiple of group=64", "D1");
+  expect_error([&] { run(x, 64, l1, MatrixView(addr(0x300000), DType::kI4x2, 16, 512), sx, 16, x2); },
+               Status::kInvalidArgument, "has 512 columns, expected 256", "x1");
+  expect_error([&] { run(x, 64, MatrixView(addr(0x200000), DType::kBF16, 24, 512), x1, sx, 16, x2); },
+               Status::kInvalidArgument, "rank r=24 must be a multiple of 16", "lora_down");
+  expect_error([&] { run(x, 64, MatrixView(addr(0x200000), DType::kF32, 32, 512), x1, sx, 16, x2); },
+               Status::kInvalidArgument, "dtype fp32 is not accepted", "lora_down");
+  expect_error([&] { run(x, 64, l1, x1, sx, 16, MatrixView(addr(0x500000), DType::kF32, 16, 16)); },
+               Status::kInvalidArgument, "has 16 columns, expected 32", "x2");
+  expect_error([&] { run(x, 64, l1, x1, sx, 8, x2); }, Status::kInvalidArgument, "ld_x_scale=8 must be >= L=16",
+               "x_scale");
+  expect_error([&] { run(x, 64, l1, x1, nullptr, 16, x2); }, Status::kInvalidArgument, "null pointer", "x_scale");
+  expect_error([&] { run(MatrixView(addr(0x100008), DType::kBF16, 16, 512), 64, l1, x1, sx, 16, x2); },
+               Status::kMisaligned, "must be 16-byte aligned", "x");
+  expect_error([&] { run(x, 64, l1, MatrixView(addr(0x100000), DType::kI4x2, 16, 256), sx, 16, x2); },
+               Status::kInvalidArgument, "overlaps x", "x1");
+  expect_error([&] { run(x, 64, l1, x1, sx, 16, MatrixView(addr(0x300000 + 256), DType::kF32, 16, 32)); },
+               Status::kInvalidArgument, "overlaps x1", "x2");
+  expect_error([&] { run(x, 64, l1, x1, reinterpret_cast<float*>(0x200000 + 64), 16, x2); },
+               Status::kInvalidArgument, "overlaps lora_down", "x_scale");
+  // The entry point without the down-projection applies the same rules.
+  expect_error([&] { w4a4_quantize_activations(x, 64, x1, sx, 15, nullptr); }, Status::kInvalidArgument,
+               "ld_x_scale=15 must be >= L=16", "x_scale");
+  EXPECT_NO_THROW(w4a4_quantize_activations(MatrixView(addr(0x100000), DType::kBF16, 0, 512), 64,
+                                            MatrixView(addr(0x300000), DType::kI4x2, 0, 256), sx, 0, nullptr));
+}
+
+TEST(W4A4Validation, PackerRulesBeforeDevice) {
+  const MatrixView w(addr(0x100000), DType::kF32, 64, 256);
+  float* s = reinterpret_cast<float*>(0x400000);
+  expect_error([&] { w4a4_pack_weight(MatrixView(addr(0x100000), DType::kE4M3, 64, 256), 64,
+                                      MatrixView(addr(0x300000), DType::kI4x2, 64, 128), s, nullptr); },
+               Status::kInvalidArgument, "dtype e4m3 is not accepted", "w");
+  expect_error([&] { w4a4_pack_weight(w, 32, MatrixView(addr(0x300000), DType::kI4x2, 64, 128), s, nullptr); },
+               Status::kInvalidArgument, "group=32 must be 64 or 128", "group");
+  expect_error([&] { w4a4_pack_weight(w, 64, MatrixView(addr(0x300000), DType::kI4x2, 64, 256), s, nullptr); },
+               Status::kInvalidArgument, "has 256 columns, expected 128", "w_packed");
+  expect_error([&] { w4a4_pack_weight(w, 64, MatrixView(addr(0x300000), DType::kI4x2, 63, 128), s, nullptr); },
+               Status::kInvalidArgument, "has 63 rows, expected 64", "w_packed");
+  expect_error([&] { w4a4_pack_weight(w, 64, MatrixView(addr(0x100000 + 1024), DType::kI4x2, 64, 128), s, nullptr); },
+               Status::kInvalidArgument, "overlaps w", "w_packed");
+  expect_error([&] { w4a4_pack_weight(w, 64, MatrixView(addr(0x300000), DType::kI4x2, 64, 128),
+                                      reinterpret_cast<float*>(0x300000 + 64), nullptr); },
+               Status::kInvalidArgument, "overlaps w_packed", "w_scale");
+  expect_error([&] { w4a4_pack_weight(w, 64, MatrixView(addr(0x300000), DType::kI4x2, 64, 128), nullptr, nullptr); },
+               Status::kInvalidArgument, "null pointer", "w_scale");
+  expect_error([&] { w4a4_pack_weight(MatrixView(addr(0x100000), DType::kF32, 64, 256, 258), 64,
+                                      MatrixView(addr(0x300000), DType::kI4x2, 64, 128), s, nullptr); },
+               Status::kMisaligned, "must be a multiple of 16 bytes", "w");
+}
+
+// ---- configurations and heuristic ----------------------------------------------------------------
+TEST(W4A4Configs, TableAndNames) {
+  ASSERT_EQ(w4a4_num_configs(), kernels::kW4A4NumConfigs);
+  std::set<std::string> names;
+  for (int i = 0; i < w4a4_num_configs(); ++i) {
+    const auto& c = kernels::kW4A4Configs[i];
+    const std::string n = w4a4_config_name(i);
+    EXPECT_TRUE(names.insert(n).second) << n;
+    EXPECT_EQ(w4a4_config_index(n), i);
+    EXPECT_EQ(n, std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x128_w" + std::to_string(c.warps_m) +
+                     "x" + std::to_string(c.warps_n) + (c.k_slices == 1 ? "" : "_k" + std::to_string(c.k_slices)) +
+                     (c.stages == 3 ? "" : "_s" + std::to_string(c.stages)));
+    EXPECT_TRUE(c.k_slices == 1 || c.k_slices == 2 || c.k_slices == 4) << n;
+    EXPECT_EQ((c.tile_m + c.tile_n) * 4 % c.threads(), 0) << n << ": whole 16-byte chunks per thread";
+    EXPECT_EQ(c.tile_m % (16 * c.warps_m), 0) << n;
+    EXPECT_EQ(c.tile_n % (8 * c.warps_n), 0) << n;
+    EXPECT_LE(c.stages * (c.tile_m + c.tile_n) * 64, 48 * 1024) << n << ": the stages in static shared memory";
+  }
+  expect_error([] { w4a4_config_name(-1); }, Status::kInvalidArgument, "outside", "index");
+  expect_error([] { w4a4_config_index("nope"); }, Status::kInvalidArgument, "128x128x128_w2x4", "name");
+}
+
+TEST(W4A4Heuristic, DecodeNarrowSquare) {
+  const int dec = w4a4_config_index("32x32x128_w1x2_k4_s8"), small = w4a4_config_index("32x64x128_w1x4"),
+            nar = w4a4_config_index("64x128x128_w2x4"), sq = w4a4_config_index("128x128x128_w2x4");
+  for (int64_t L : {0, 1, 16, 32}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), dec) << L;
+  EXPECT_EQ(w4a4_choose_config(33, 4096, 4096, 64, 132), small);   // 2 x 64 = 128 CTAs >= 99
+  EXPECT_EQ(w4a4_choose_config(128, 4096, 4096, 64, 132), small);  // 64x128: 2 x 32 = 64 < 99
+  EXPECT_EQ(w4a4_choose_config(256, 4096, 4096, 64, 132), nar);    // 4 x 32 = 128
+  EXPECT_EQ(w4a4_choose_config(512, 4096, 4096, 0, 132), sq);      // 4 x 32 = 128
+  EXPECT_EQ(w4a4_choose_config(2048, 4096, 4096, 64, 132), sq);    // 16 x 32 = 512
+  EXPECT_EQ(w4a4_choose_config(64, 256, 4096, 64, 132), dec);      // 32x64: 2 x 4 = 8 CTAs; decode 16
+  expect_error([] { w4a4_choose_config(1, 4096, 4096, 0, 0); }, Status::kInvalidArgument, "sm_count=0", "sm_count");
+  W4A4Options o;
+  EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, sq);
+  EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).split_k, 1);
+  EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).workspace_bytes, 0u);
+  o.config = dec;
+  EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, dec);
+  expect_error([&] { w4a4_plan(16, 4096, 4096, 40, o, 132); }, Status::kInvalidArgument, "rank r=40", "rank");
+  o.split_k = 4;
+  expect_error([&] { w4a4_plan(16, 4096, 4096, 64, o, 132); }, Status::kInvalidArgument, "does not split K",
+               "options.split_k");
+}
+
+// ---- the format ------------------------------------------------------------------------------------
+// ref::quantize_int4_groups with both group sizes: codes within [-7, 7], the group's amax element at
+// ±7, every value within half a step of its dequantized code, scales row-major [rows][K/group].
+TEST(W4A4Format, GroupQuantizeRoundTrip) {
+  std::mt19937 rng(26);
+  std::uniform_real_distribution<float> d(-3.0f, 3.0f);
+  for (int group : {64, 128}) {
+    const int64_t rows = 5, K = 384;
+    std::vector<float> x(rows * K);
+    for (auto& v : x) v = d(rng);
+    x[2 * K + 70] = 40.0f;  // an outlier in row 2's second group of 64
+    std::vector<uint8_t> q(rows * K / 2);
+    std::vector<float> s(rows * K / group);
+    ref::quantize_int4_groups(x.data(), rows, K, K, group, q.data(), s.data());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t g = 0; g < K / group; ++g) {
+        float amax = 0.0f;
+        for (int64_t k = g * group; k < (g + 1) * group; ++k) amax = std::max(amax, std::fabs(x[r * K + k]));
+        const float sc = s[r * (K / group) + g];
+        EXPECT_EQ(sc, int4_scale_from_amax(amax));
+        for (int64_t k = g * group; k < (g + 1) * group; ++k) {
+          const int c = int4_unpack(q[r * (K / 2) + k / 2], k & 1);
+          EXPECT_GE(c, -7);
+          EXPECT_LE(c, 7);
+          EXPECT_LE(std::fabs(c * sc - x[r * K + k]), 0.5f * sc * (1 + 1e-6f)) << r << "," << k;
+          if (std::fabs(x[r * K + k]) == amax) EXPECT_EQ(std::abs(c), 7);
+        }
+      }
+    // Re-quantizing the dequantized codes with the same scales gives the same codes (a fixed point).
+    std::vector<float> deq(rows * K);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < K; ++k)
+        deq[r * K + k] = int4_unpack(q[r * (K / 2) + k / 2], k & 1) * s[r * (K / group) + k / group];
+    std::vector<uint8_t> q2(q.size());
+    std::vector<float> s2(s.size());
+    ref::quantize_int4_groups(deq.data(), rows, K, K, group, q2.data(), s2.data());
+    EXPECT_EQ(q2, q) << "group " << group;
+  }
+}
+
+// The kernel widens a 32-bit word of 8 nibbles into two s8 words holding 16·v (even nibbles:
+// (w << 4) & 0xF0F0F0F0, odd: w & 0xF0F0F0F0) and pairs thread t's bytes of A and B. Emulate one
+// m16n8k32-sized dot product that way for every pair of nibble values and compare with the reference.
+TEST(W4A4Format, NibbleWideningDotProductIsExact) {
+  auto byte_s8 = [](uint32_t w, int i) { return static_cast<int>(static_cast<int8_t>((w >> (8 * i)) & 0xFF)); };
+  for (int a = -8; a < 8; ++a)
+    for (int b = -8; b < 8; ++b) {
+      // 8 values per word: x = [a, a+1, ...] wrapped into -8..7, w = [b, ...].
+      uint32_t wx = 0, ww = 0;
+      int ref_sum = 0;
+      for (int k = 0; k < 8; ++k) {
+        const int xv = ((a + k + 8) & 15) - 8, wv = ((b - 3 * k + 8) & 15) - 8;
+        wx |= static_cast<uint32_t>(xv & 0xF) << (4 * k);
+        ww |= static_cast<uint32_t>(wv & 0xF) << (4 * k);
+        ref_sum += xv * wv;
+      }
+      const uint32_t xe = (wx << 4) & 0xF0F0F0F0u, xo = wx & 0xF0F0F0F0u;
+      const uint32_t we = (ww << 4) & 0xF0F0F0F0u, wo = ww & 0xF0F0F0F0u;
+      int s = 0;
+      for (int i = 0; i < 4; ++i) s += byte_s8(xe, i) * byte_s8(we, i) + byte_s8(xo, i) * byte_s8(wo, i);
+      ASSERT_EQ(s % 256, 0);
+      ASSERT_EQ(s >> 8, ref_sum) << a << " " << b;
+      // Packed bytes as the format stores them: byte j = k 2j (low nibble), 2j+1 (high).
+      for (int j = 0; j < 4; ++j) {
+        const uint8_t byte = static_cast<uint8_t>(wx >> (8 * j));
+        ASSERT_EQ(byte_s8(xe, j), 16 * int4_unpack(byte, 0));
+        ASSERT_EQ(byte_s8(xo, j), 16 * int4_unpack(byte, 1));
+      }
+    }
+}
+
+}  // namespace

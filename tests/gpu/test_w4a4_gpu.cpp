@@ -1,0 +1,485 @@
+// The W4A4 + low-rank family on the GPU (include/qsgemm/w4a4.h) against the CPU reference:
+//  * the weight packer and the activation quantizer: codes and scales bit-identical to
+//    ref::quantize_int4_groups, X2 = X·L1ᵀ within float32 accumulation rounding of the float64 sum;
+//    NaN/Inf in a weight rejected naming its row and column;
+//  * the fused GEMM: exact on small integers (fp32 out, unit scales) in every configuration; against
+//    ref::gemm_w4a4_lowrank on the same quantized operands (relative Frobenius and every element) for
+//    L = 1..33, 64, 65, 127, 128, 129, 1000, 4099, K not a multiple of the 128-wide K tile, every rank
+//    of {0, 16, 32, 64, 128}, every output dtype, bias, padded leading dimensions, poisoned outputs;
+//  * the whole layer: quantizer + packer + GEMM composed.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.h"
+#include "qsgemm/error.h"
+#include "qsgemm/formats.h"
+#include "qsgemm/reference.h"
+#include "qsgemm/w4a4.h"
+
+namespace {
+
+using namespace qsgemm;
+using namespace qsgemm::test;
+
+// Random INT4 codes, every value of -8..7, packed [rows][cols/2] with row pitch ld bytes (>= cols/2).
+std::vector<uint8_t> random_codes(int64_t rows, int64_t cols, int64_t ld, std::mt19937& rng, int lo = -8, int hi = 7) {
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<uint8_t> p(static_cast<size_t>(rows * ld), 0xEE);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; c += 2) p[r * ld + c / 2] = int4_pack(d(rng), d(rng));
+  return p;
+}
+// Dense copy [rows][cols/2] of a pitched packed matrix (the reference's layout).
+std::vector<uint8_t> dense_codes(const std::vector<uint8_t>& p, int64_t rows, int64_t cols, int64_t ld) {
+  std::vector<uint8_t> d(static_cast<size_t>(rows * cols / 2));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols / 2; ++c) d[r * (cols / 2) + c] = p[r * ld + c];
+  return d;
+}
+// Positive scales spread over five octaves, at most 1 (so that fp16 outputs stay far from 65504).
+std::vector<float> random_scales(size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> d(-5.0f, 0.0f);
+  std::vector<float> s(n);
+  for (auto& v : s) v = std::exp2(d(rng));
+  return s;
+}
+float decode_out(const uint8_t* p, DType t) {
+  if (t == DType::kF32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return t == DType::kBF16 ? bf16_decode(h) : fp16_decode(h);
+}
+uint16_t encode16(float v, DType t) { return t == DType::kBF16 ? bf16_encode(v) : fp16_encode(v); }
+
+// ---- one GEMM problem on the GPU vs the float64 reference ------------------------------------------
+struct Problem {
+  int64_t L, D, D1;
+  int group, rank;
+  DType out = DType::kBF16;
+  bool bias = false;
+  int config = -1;
+  bool small_integers = false;  // exact check: unit scales, codes in -3..3, integer low-rank factors
+  int64_t pad = 0;              // extra elements / bytes on every leading dimension
+};
+
+void run_problem(const Problem& p, std::mt19937& rng) {
+  SCOPED_TRACE("L=" + std::to_string(p.L) + " D=" + std::to_string(p.D) + " D1=" + std::to_string(p.D1) +
+               " group=" + std::to_string(p.group) + " r=" + std::to_string(p.rank) + " out=" + dtype_name(p.out) +
+               " bias=" + std::to_string(p.bias) + " config=" + std::to_string(p.config));
+  const int64_t L = p.L, D = p.D, D1 = p.D1, R = p.rank, ng = D1 / p.group;
+  const int64_t ld_x1 = D1 / 2 + 16 * (p.pad > 0), ld_w1 = D1 / 2 + 32 * (p.pad > 0);
+  const int64_t ld_sx = L + p.pad;
+  const int64_t ld_x2 = R + 8 * (p.pad > 0), ld_w2 = R + 8 * (p.pad > 0);
+  const int esize = dtype_size(p.out);
+  const int64_t ld_y = D + (p.pad > 0 ? 16 / esize : 0);
+
+  std::vector<uint8_t> x1 = p.small_integers ? random_codes(L, D1, ld_x1, rng, -3, 3) : random_codes(L, D1, ld_x1, rng);
+  std::vector<uint8_t> w1 = p.small_integers ? random_codes(D, D1, ld_w1, rng, -3, 3) : random_codes(D, D1, ld_w1, rng);
+  std::vector<float> sx_rm(static_cast<size_t>(L * ng), 1.0f), sw(static_cast<size_t>(D * ng), 1.0f);
+  if (!p.small_integers) {
+    sx_rm = random_scales(sx_rm.size(), rng);
+    sw = random_scales(sw.size(), rng);
+  }
+  std::vector<float> sx_mm(static_cast<size_t>(ng * ld_sx), -1.0f);  // M-major, padding poisoned
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t g = 0; g < ng; ++g) sx_mm[g * ld_sx + l] = sx_rm[l * ng + g];
+  std::vector<float> x2f(static_cast<size_t>(L * R)), w2f(static_cast<size_t>(D * R));
+  std::uniform_int_distribution<int> small(-4, 4);
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  for (auto& v : x2f) v = p.small_integers ? static_cast<float>(small(rng)) : bf16_decode(bf16_encode(4.0f * real(rng)));
+  for (auto& v : w2f) v = p.small_integers ? static_cast<float>(small(rng)) : bf16_decode(bf16_encode(real(rng)));
+  std::vector<uint16_t> x2h(static_cast<size_t>(L * ld_x2), 0x7FC0), w2h(static_cast<size_t>(D * ld_w2), 0x7FC0);
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t r = 0; r < R; ++r) x2h[l * ld_x2 + r] = bf16_encode(x2f[l * R + r]);
+  for (int64_t d = 0; d < D; ++d)
+    for (int64_t r = 0; r < R; ++r) w2h[d * ld_w2 + r] = bf16_encode(w2f[d * R + r]);
+  std::vector<float> biasf(static_cast<size_t>(D), 0.0f);
+  const bool bias_f32 = p.out == DType::kF32 || L % 2 == 0;  // both bias dtypes over the cases
+  if (p.bias)
+    for (auto& v : biasf) v = bias_f32 ? real(rng) : (p.out == DType::kBF16 ? bf16_decode(bf16_encode(real(rng)))
+                                                                            : fp16_decode(fp16_encode(real(rng))));
+
+  DeviceBuffer<uint8_t> d_x1(x1.size()), d_w1(w1.size());
+  DeviceBuffer<float> d_sx(sx_mm.size()), d_sw(sw.size());
+  DeviceBuffer<uint16_t> d_x2(std::max<size_t>(x2h.size(), 1)), d_w2(std::max<size_t>(w2h.size(), 1));
+  DeviceBuffer<uint8_t> d_bias(static_cast<size_t>(D * 4));
+  DeviceBuffer<uint8_t> d_y(static_cast<size_t>(L * ld_y * esize));
+  d_x1.upload(x1);
+  d_w1.upload(w1);
+  d_sx.upload(sx_mm);
+  d_sw.upload(sw);
+  if (R > 0) {
+    d_x2.upload(x2h);
+    d_w2.upload(w2h);
+  }
+  VectorView bias{};
+  if (p.bias) {
+    if (bias_f32) {
+      std::vector<uint8_t> raw(static_cast<size_t>(D * 4));
+      std::memcpy(raw.data(), biasf.data(), raw.size());
+      d_bias.upload(raw);
+      bias = VectorView(d_bias.get(), DType::kF32, D);
+    } else {
+      std::vector<uint8_t> raw(static_cast<size_t>(D * 2));
+      for (int64_t d = 0; d < D; ++d) {
+        const uint16_t h = encode16(biasf[d], p.out);
+        std::memcpy(raw.data() + 2 * d, &h, 2);
+      }
+      d_bias.upload(raw);
+      bias = VectorView(d_bias.get(), p.out, D);
+    }
+  }
+  d_y.poison();
+
+  W4A4Options opt;
+  opt.config = p.config;
+  ASSERT_NO_THROW(w4a4_linear(MatrixView(d_x1.get(), DType::kI4x2, L, D1 / 2, ld_x1), d_sx.get(), ld_sx,
+                              MatrixView(d_w1.get(), DType::kI4x2, D, D1 / 2, ld_w1), d_sw.get(), p.group,
+                              MatrixView(R > 0 ? d_x2.get() : nullptr, DType::kBF16, L, R, ld_x2),
+                              MatrixView(R > 0 ? d_w2.get() : nullptr, DType::kBF16, D, R, ld_w2), bias,
+                              MatrixView(d_y.get(), p.out, L, D, ld_y), opt, nullptr));
+  QSGEMM_CUDA_OK(cudaDeviceSynchronize());
+  const std::vector<uint8_t> raw = d_y.download();
+
+  // Reference on the same operands.
+  const std::vector<uint8_t> x1d = dense_codes(x1, L, D1, ld_x1), w1d = dense_codes(w1, D, D1, ld_w1);
+  std::vector<double> ref(static_cast<size_t>(L * D));
+  parallel_rows(L, 16, [&](int64_t m0, int64_t m1) {
+    ref::gemm_w4a4_lowrank(x1d.data() + m0 * (D1 / 2), w1d.data(), sx_rm.data() + m0 * ng, sw.data(), m1 - m0, D, D1,
+                           p.group, R > 0 ? x2f.data() + m0 * R : nullptr, w2f.data(), R,
+                           p.bias ? biasf.data() : nullptr, ref.data() + m0 * D);
+  });
+  std::vector<float> out(static_cast<size_t>(L * ld_y));
+  for (int64_t i = 0; i < L * ld_y; ++i) out[i] = decode_out(raw.data() + i * esize, p.out);
+  if (p.pad > 0) expect_padding_untouched(raw, L, D, ld_y, esize);
+
+  if (p.small_integers) {
+    ASSERT_EQ(p.out, DType::kF32);
+    expect_elements_exact(ref.data(), out.data(), L, D, ld_y);
+    return;
+  }
+  // The exactly rounded reference's own error (bf16/fp16 rounding), for the Frobenius bound.
+  double num = 0, den = 0, nr = 0;
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t d = 0; d < D; ++d) {
+      const double r = ref[l * D + d];
+      const double rr = p.out == DType::kF32 ? static_cast<float>(r)
+                                             : (p.out == DType::kBF16 ? bf16_decode(bf16_encode(static_cast<float>(r)))
+                                                                      : fp16_decode(fp16_encode(static_cast<float>(r))));
+      nr += (rr - r) * (rr - r);
+      den += r * r;
+      const double o = out[l * ld_y + d];
+      num += (o - r) * (o - r);
+    }
+  const double e_round = den > 0 ? std::sqrt(nr / den) : 0.0;
+  const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  const double fixed = p.out == DType::kF32 ? 2e-4 : (p.out == DType::kBF16 ? 2e-3 : 1e-3);
+  const double bound = p.out == DType::kF32 ? fixed : std::max(fixed, e_round + 2 * 2e-4);
+  EXPECT_LE(rel, bound) << "relative Frobenius error";
+  expect_elements_close(ref.data(), out.data(), L, D, ld_y, element_bound(p.out));
+}
+
+class W4A4Gpu : public ::testing::Test {
+ protected:
+  void SetUp() override { QSGEMM_REQUIRE_SM90(); }
+};
+
+// The integer part is exact: fp32 output, unit scales, small codes and integer low-rank factors give
+// the reference bit for bit, in every configuration, both groups, with and without the low rank.
+TEST_F(W4A4Gpu, ExactOnSmallIntegersEveryConfig) {
+  std::mt19937 rng(2601);
+  for (int config = 0; config < w4a4_num_configs(); ++config)
+    for (int group : {64, 128})
+      for (int rank : {0, 16, 48}) {
+        Problem p{67, 136, group == 64 ? 320 : 384, group, rank, DType::kF32};
+        p.config = config;
+        p.small_integers = true;
+        run_problem(p, rng);
+        if (HasFailure()) return;
+      }
+}
+
+// Every token count of the issue, ranks, output dtypes, groups, K not a multiple of 128, bias.
+TEST_F(W4A4Gpu, MatchesReferenceEveryL) {
+  std::mt19937 rng(2602);
+  std::vector<int64_t> Ls;
+  for (int64_t l = 1; l <= 33; ++l) Ls.push_back(l);
+  for (int64_t l : {64, 65, 127, 128, 129, 1000, 4099}) Ls.push_back(l);
+  const int ranks[] = {0, 16, 32, 64, 128};
+  const DType outs[] = {DType::kBF16, DType::kF32, DType::kF16};
+  int i = 0;
+  for (int64_t L : Ls) {
+    const int group = i % 2 == 0 ? 64 : 128;
+    const int64_t D1 = group == 64 ? 576 : 384;  // 576 = 4.5 K tiles
+    Problem p{L, L >= 1000 ? 264 : 200, D1, group, ranks[i % 5], outs[i % 3]};
+    p.bias = i % 4 == 1;
+    p.pad = i % 3 == 2 ? 3 : 0;
+    run_problem(p, rng);
+    if (HasFailure()) return;
+    ++i;
+  }
+}
+
+// Every rank with every configuration forced, both groups, fp32 and bf16 output.
+TEST_F(W4A4Gpu, EveryConfigEveryRank) {
+  std::mt19937 rng(2603);
+  for (int config = 0; config < w4a4_num_configs(); ++config)
+    for (int rank : {0, 16, 32, 64, 128})
+      for (DType out : {DType::kF32, DType::kBF16}) {
+        const int group = rank % 32 == 0 ? 64 : 128;
+        Problem p{150, 136, group == 64 ? 448 : 512, group, rank, out};
+        p.config = config;
+        p.bias = rank == 64;
+        p.pad = rank == 32 ? 1 : 0;
+        run_problem(p, rng);
+        if (HasFailure()) return;
+      }
+}
+
+// The seed layer's proportions at a reduced size, with the heuristic's pick (large K).
+TEST_F(W4A4Gpu, LongK) {
+  std::mt19937 rng(2604);
+  for (int group : {64, 128}) {
+    Problem p{256, 512, 4096, group, 64, DType::kF32};
+    run_problem(p, rng);
+    Problem q{2, 512, 4096, group, 64, DType::kBF16};
+    run_problem(q, rng);
+  }
+}
+
+// ---- packer and quantizer ------------------------------------------------------------------------
+// Host float copy of an input matrix in dtype t (values rounded to t), and its device bytes.
+struct Input {
+  std::vector<float> f;      // [rows][cols] dense
+  std::vector<uint8_t> raw;  // [rows][ld] in dtype t
+};
+Input make_input(int64_t rows, int64_t cols, int64_t ld, DType t, std::mt19937& rng, int group) {
+  Input in;
+  in.f = random_floats(static_cast<size_t>(rows * cols), rng, 3.0f);
+  // Special groups: all zero (scale 1), tiny amax (scale clamped to FLT_MIN), an outlier, exact ties.
+  if (rows > 2 && cols >= 2 * group) {
+    for (int64_t k = 0; k < group; ++k) in.f[1 * cols + k] = 0.0f;
+    for (int64_t k = group; k < 2 * group; ++k) in.f[1 * cols + k] = k % 2 ? 1e-39f : -0.0f;
+    if (t != DType::kF32)
+      for (int64_t k = group; k < 2 * group; ++k) in.f[1 * cols + k] = 0.0f;  // no subnormal 16-bit storage games
+    in.f[2 * cols + 5] = 70.0f;
+    in.f[2 * cols + 6] = 5.0f;  // 5 / 10 = 0.5: a tie
+  }
+  const int es = dtype_size(t);
+  in.raw.assign(static_cast<size_t>(rows * ld * es), 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      float& v = in.f[r * cols + c];
+      uint8_t* dst = in.raw.data() + (r * ld + c) * es;
+      if (t == DType::kF32) {
+        std::memcpy(dst, &v, 4);
+      } else {
+        const uint16_t h = encode16(v, t);
+        v = t == DType::kBF16 ? bf16_decode(h) : fp16_decode(h);
+        std::memcpy(dst, &h, 2);
+      }
+    }
+  return in;
+}
+
+TEST_F(W4A4Gpu, PackerBitIdenticalToReference) {
+  std::mt19937 rng(2605);
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16})
+    for (int group : {64, 128}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " group " + std::to_string(group));
+      const int64_t D = 37, D1 = group == 64 ? 320 : 384, ld = D1 + 16 / dtype_size(t) * 2;
+      Input in = make_input(D, D1, ld, t, rng, group);
+      std::vector<uint8_t> q_ref(static_cast<size_t>(D * D1 / 2));
+      std::vector<float> s_ref(static_cast<size_t>(D * D1 / group));
+      ref::quantize_int4_groups(in.f.data(), D, D1, D1, group, q_ref.data(), s_ref.data());
+      const int64_t ldq = D1 / 2 + 16;
+      DeviceBuffer<uint8_t> d_w(in.raw.size()), d_q(static_cast<size_t>(D * ldq));
+      DeviceBuffer<float> d_s(s_ref.size());
+      d_w.upload(in.raw);
+      d_q.poison(0xAB);
+      d_s.poison();
+      ASSERT_NO_THROW(w4a4_pack_weight(MatrixView(d_w.get(), t, D, D1, ld), group,
+                                       MatrixView(d_q.get(), DType::kI4x2, D, D1 / 2, ldq), d_s.get(), nullptr));
+      const auto q = d_q.download();
+      const auto s = d_s.download();
+      int bad = 0;
+      for (int64_t r = 0; r < D; ++r) {
+        for (int64_t c = 0; c < D1 / 2; ++c) bad += q[r * ldq + c] != q_ref[r * (D1 / 2) + c];
+        for (int64_t c = D1 / 2; c < ldq; ++c) bad += q[r * ldq + c] != 0xAB;  // padding untouched
+      }
+      EXPECT_EQ(bad, 0) << "code bytes differ";
+      for (size_t i = 0; i < s.size(); ++i)
+        ASSERT_EQ(std::memcmp(&s[i], &s_ref[i], 4), 0) << "scale " << i << ": " << s[i] << " vs " << s_ref[i];
+    }
+}
+
+TEST_F(W4A4Gpu, PackerRejectsNonFiniteNamingRowAndColumn) {
+  const int64_t D = 24, D1 = 256;
+  std::vector<float> w(static_cast<size_t>(D * D1), 0.25f);
+  w[9 * D1 + 3] = INFINITY;
+  w[5 * D1 + 77] = NAN;  // first in row-major order
+  w[20 * D1 + 200] = -INFINITY;
+  std::vector<uint8_t> raw(w.size() * 4);
+  std::memcpy(raw.data(), w.data(), raw.size());
+  DeviceBuffer<uint8_t> d_w(raw.size()), d_q(static_cast<size_t>(D * D1 / 2));
+  DeviceBuffer<float> d_s(static_cast<size_t>(D * D1 / 64));
+  d_w.upload(raw);
+  try {
+    w4a4_pack_weight(MatrixView(d_w.get(), DType::kF32, D, D1), 64, MatrixView(d_q.get(), DType::kI4x2, D, D1 / 2),
+                     d_s.get(), nullptr);
+    ADD_FAILURE() << "no error for NaN / Inf in the weight";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Status::kInvalidValue) << e.what();
+    EXPECT_EQ(e.operand(), "w");
+    EXPECT_NE(std::string(e.what()).find("w[5, 77] = nan"), std::string::npos) << e.what();
+  }
+  // bf16 +Inf alone.
+  std::vector<uint16_t> h(static_cast<size_t>(D * D1), bf16_encode(1.0f));
+  h[17 * D1 + 130] = 0x7F80;
+  std::vector<uint8_t> raw16(h.size() * 2);
+  std::memcpy(raw16.data(), h.data(), raw16.size());
+  DeviceBuffer<uint8_t> d_h(raw16.size());
+  d_h.upload(raw16);
+  try {
+    w4a4_pack_weight(MatrixView(d_h.get(), DType::kBF16, D, D1), 128, MatrixView(d_q.get(), DType::kI4x2, D, D1 / 2),
+                     d_s.get(), nullptr);
+    ADD_FAILURE() << "no error for +Inf in a bf16 weight";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Status::kInvalidValue) << e.what();
+    EXPECT_NE(std::string(e.what()).find("w[17, 130] = inf"), std::string::npos) << e.what();
+  }
+  QSGEMM_CUDA_OK(cudaGetLastError());
+}
+
+// The activation quantizer: codes bit-identical (row by row), scales M-major and bit-identical, X2
+// within float32 accumulation rounding: |x2 - ref| <= D1·2^-24·Σ|x·l1| (+ the bf16 rounding of a
+// bf16 x2), for every input dtype, both groups, ranks 0..128, fp32 and bf16 x2, and the entry point
+// without the down-projection.
+TEST_F(W4A4Gpu, QuantizerBitIdenticalWithFusedDownProjection) {
+  std::mt19937 rng(2606);
+  int i = 0;
+  for (int64_t L : {1, 17, 33, 130})
+    for (DType t : {DType::kBF16, DType::kF32, DType::kF16}) {
+      const int group = i % 2 ? 128 : 64;
+      const int R = (i % 5) * 32 == 0 ? 0 : std::min(128, (i % 5) * 32 - 16);  // 0, 16, 48, 80, 112
+      const bool x2_f32 = i % 3 != 1;
+      const bool fused = R > 0 || i % 4 == 0;  // the plain entry point when R == 0, now and then
+      ++i;
+      SCOPED_TRACE("L=" + std::to_string(L) + " " + dtype_name(t) + " group " + std::to_string(group) + " r " +
+                   std::to_string(R) + (x2_f32 ? " x2 fp32" : " x2 bf16"));
+      const int64_t D1 = group == 64 ? 448 : 384, ld = D1 + 8 * (16 / dtype_size(t)) / 2;
+      Input in = make_input(L, D1, ld, t, rng, group);
+      std::vector<float> l1f = random_floats(static_cast<size_t>(R * D1), rng, 0.5f);
+      std::vector<uint16_t> l1h = to_bf16(l1f);
+      const int64_t ng = D1 / group, ld_s = L + 5, ldq = D1 / 2 + 32;
+      const int64_t ld_x2_el = x2_f32 ? R + 4 : R + 8;  // padded 16-byte rows
+      DeviceBuffer<uint8_t> d_x(in.raw.size()), d_q(static_cast<size_t>(L * ldq));
+      DeviceBuffer<float> d_s(static_cast<size_t>(ng * ld_s));
+      DeviceBuffer<uint16_t> d_l1(std::max<size_t>(l1h.size(), 1));
+      DeviceBuffer<uint8_t> d_x2(static_cast<size_t>(std::max<int64_t>(L * ld_x2_el * (x2_f32 ? 4 : 2), 1)));
+      d_x.upload(in.raw);
+      if (R > 0) d_l1.upload(l1h);
+      d_q.poison(0xAB);
+      d_s.poison();
+      d_x2.poison();
+      const MatrixView xv(d_x.get(), t, L, D1, ld), qv(d_q.get(), DType::kI4x2, L, D1 / 2, ldq);
+      if (fused)
+        ASSERT_NO_THROW(w4a4_quantize_activations(xv, group, MatrixView(d_l1.get(), DType::kBF16, R, D1), qv, d_s.get(),
+                                                  ld_s,
+                                                  MatrixView(d_x2.get(), x2_f32 ? DType::kF32 : DType::kBF16, L, R,
+                                                             ld_x2_el),
+                                                  nullptr));
+      else
+        ASSERT_NO_THROW(w4a4_quantize_activations(xv, group, qv, d_s.get(), ld_s, nullptr));
+      QSGEMM_CUDA_OK(cudaDeviceSynchronize());
+
+      std::vector<uint8_t> q_ref(static_cast<size_t>(L * D1 / 2));
+      std::vector<float> s_ref(static_cast<size_t>(L * ng));
+      ref::quantize_int4_groups(in.f.data(), L, D1, D1, group, q_ref.data(), s_ref.data());
+      const auto q = d_q.download();
+      const auto s = d_s.download();
+      int bad = 0;
+      for (int64_t r = 0; r < L; ++r)
+        for (int64_t c = 0; c < D1 / 2; ++c) bad += q[r * ldq + c] != q_ref[r * (D1 / 2) + c];
+      EXPECT_EQ(bad, 0) << "code bytes differ";
+      for (int64_t r = 0; r < L; ++r)
+        for (int64_t g = 0; g < ng; ++g)
+          ASSERT_EQ(std::memcmp(&s[g * ld_s + r], &s_ref[r * ng + g], 4), 0)
+              << "scale (" << r << ", " << g << "): " << s[g * ld_s + r] << " vs " << s_ref[r * ng + g];
+      if (R == 0) continue;
+      const auto x2raw = d_x2.download();
+      int64_t x2bad = 0;
+      for (int64_t r = 0; r < L; ++r)
+        for (int64_t j = 0; j < R; ++j) {
+          double ref = 0, mag = 0;
+          for (int64_t k = 0; k < D1; ++k) {
+            ref += static_cast<double>(in.f[r * D1 + k]) * l1f[j * D1 + k];
+            mag += std::fabs(static_cast<double>(in.f[r * D1 + k]) * l1f[j * D1 + k]);
+          }
+          const float got = x2_f32 ? decode_out(x2raw.data() + (r * ld_x2_el + j) * 4, DType::kF32)
+                                   : decode_out(x2raw.data() + (r * ld_x2_el + j) * 2, DType::kBF16);
+          const double bound = D1 * 0x1p-24 * mag + (x2_f32 ? 0.0 : 0x1p-8 * (std::fabs(ref) + D1 * 0x1p-24 * mag));
+          if (!(std::fabs(got - ref) <= bound)) {
+            if (x2bad++ < 3) ADD_FAILURE() << "x2(" << r << ", " << j << "): " << got << " vs " << ref;
+          }
+        }
+      EXPECT_EQ(x2bad, 0);
+    }
+}
+
+// The whole layer: GPU packer + fused quantizer + GEMM, against the reference on the CPU-quantized
+// operands (same codes and scales, bit-identical) and the GPU's X2.
+TEST_F(W4A4Gpu, WholeLayerComposes) {
+  std::mt19937 rng(2607);
+  const int64_t L = 100, D = 256, D1 = 512, R = 32;
+  const int group = 64, ng = D1 / group;
+  std::vector<float> xf = random_floats(static_cast<size_t>(L * D1), rng, 2.0f);
+  std::vector<uint16_t> xh = to_bf16(xf);
+  std::vector<float> wf = random_floats(static_cast<size_t>(D * D1), rng, 0.1f);
+  std::vector<uint16_t> wh = to_bf16(wf);
+  std::vector<float> l1f = random_floats(static_cast<size_t>(R * D1), rng, 0.05f), l2f = random_floats(D * R, rng, 0.05f);
+  std::vector<uint16_t> l1h = to_bf16(l1f), l2h = to_bf16(l2f);
+  DeviceBuffer<uint16_t> d_x(xh.size()), d_w(wh.size()), d_l1(l1h.size()), d_l2(l2h.size()), d_x2(L * R);
+  DeviceBuffer<uint8_t> d_x1(L * D1 / 2), d_w1(D * D1 / 2);
+  DeviceBuffer<float> d_sx(ng * L), d_sw(D * ng), d_y(L * D);
+  d_x.upload(xh);
+  d_w.upload(wh);
+  d_l1.upload(l1h);
+  d_l2.upload(l2h);
+  d_y.poison();
+  ASSERT_NO_THROW(w4a4_pack_weight(MatrixView(d_w.get(), DType::kBF16, D, D1), group,
+                                   MatrixView(d_w1.get(), DType::kI4x2, D, D1 / 2), d_sw.get(), nullptr));
+  ASSERT_NO_THROW(w4a4_quantize_activations(MatrixView(d_x.get(), DType::kBF16, L, D1), group,
+                                            MatrixView(d_l1.get(), DType::kBF16, R, D1),
+                                            MatrixView(d_x1.get(), DType::kI4x2, L, D1 / 2), d_sx.get(), L,
+                                            MatrixView(d_x2.get(), DType::kBF16, L, R), nullptr));
+  ASSERT_NO_THROW(w4a4_linear(MatrixView(d_x1.get(), DType::kI4x2, L, D1 / 2), d_sx.get(), L,
+                              MatrixView(d_w1.get(), DType::kI4x2, D, D1 / 2), d_sw.get(), group,
+                              MatrixView(d_x2.get(), DType::kBF16, L, R), MatrixView(d_l2.get(), DType::kBF16, D, R), {},
+                              MatrixView(d_y.get(), DType::kF32, L, D), W4A4Options{}, nullptr));
+  QSGEMM_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<uint8_t> x1(L * D1 / 2), w1(D * D1 / 2);
+  std::vector<float> sx(L * ng), sw(D * ng);
+  ref::quantize_int4_groups(xf.data(), L, D1, D1, group, x1.data(), sx.data());
+  ref::quantize_int4_groups(wf.data(), D, D1, D1, group, w1.data(), sw.data());
+  const auto x2h = d_x2.download();
+  std::vector<float> x2f(x2h.size());
+  for (size_t i = 0; i < x2h.size(); ++i) x2f[i] = bf16_decode(x2h[i]);
+  std::vector<double> ref(L * D);
+  ref::gemm_w4a4_lowrank(x1.data(), w1.data(), sx.data(), sw.data(), L, D, D1, group, x2f.data(), l2f.data(), R,
+                         nullptr, ref.data());
+  const auto y = d_y.download();
+  EXPECT_LE(ref::rel_frobenius_error(ref.data(), y.data(), L, D, D), 2e-4);
+  expect_elements_close(ref.data(), y.data(), L, D, D, element_bound(DType::kF32));
+}
+
+}  // namespace
