@@ -280,3 +280,10 @@ def blockwise_linear_out(x, x_scale, x_granularity: str, w, w_scale, w_granulari
     """blockwise_linear into ``out`` ([M, N] bf16/fp16/fp32, contiguous)."""
     _call(_ops.blockwise_linear.out, x, x_scale, x_granularity, w, w_scale, w_granularity, bias, out=out)
     return out
+
+
+# ---- the W4A4 + low-rank family (python/csrc/w4a4.cpp; schemas in _ops_w4a4.py) ----------------------------
+from ._ops_w4a4 import *  # noqa: E402,F401,F403
+from ._ops_w4a4 import __all__ as _w4a4_all  # noqa: E402
+
+__all__ += _w4a4_all

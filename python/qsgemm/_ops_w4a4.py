@@ -1,0 +1,113 @@
+"""The W4A4 + low-rank ops (python/csrc/w4a4.cpp): fake kernels and wrappers (re-exported by
+``qsgemm.ops``).
+
+Schemas::
+
+    w4a4_pack_weight(Tensor w, int group) -> (Tensor packed, Tensor scale)
+    w4a4_quantize_activations(Tensor x, int group, Tensor? lora_down=None)
+        -> (Tensor x1, Tensor x_scale, Tensor? x2)
+    w4a4_linear(Tensor x1, Tensor x_scale, Tensor w1, Tensor w_scale, int group, Tensor? x2=None,
+                Tensor? w2=None, Tensor? bias=None, ScalarType? out_dtype=None) -> Tensor
+    w4a4_linear.out(Tensor x1, Tensor x_scale, Tensor w1, Tensor w_scale, int group, Tensor? x2=None,
+                    Tensor? w2=None, Tensor? bias=None, *, Tensor(a!) out) -> ()
+
+Dtypes (docs/formats.md §5): packed INT4 is ``torch.uint8`` with K/2 columns (two signed values
+-8..7 per byte, the even k in the low nibble); scales float32, weight scales [N, K/group] row-major,
+activation scales [M, K/group] M-major (strides (1, M)); the low-rank operands x2 [M, r], w2 [N, r]
+and lora_down [r, K] are bfloat16; r = 0, 16, ..., 128; group 64 or 128; K % group == 0; N % 8 == 0.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import torch
+
+from ._ops import _call, _out_dtype
+
+__all__ = [
+    "w4a4_pack_weight",
+    "w4a4_quantize_activations",
+    "w4a4_linear",
+    "w4a4_linear_out",
+    "W4A4_GROUPS",
+    "W4A4_MAX_RANK",
+]
+
+W4A4_GROUPS = (64, 128)
+W4A4_MAX_RANK = 128
+_ops = torch.ops.qsgemm
+
+
+@torch.library.register_fake("qsgemm::w4a4_pack_weight")
+def _(w, group):
+    N, K = w.shape
+    return w.new_empty((N, K // 2), dtype=torch.uint8), w.new_empty((N, K // group), dtype=torch.float32)
+
+
+@torch.library.register_fake("qsgemm::w4a4_quantize_activations")
+def _(x, group, lora_down=None):
+    M, K = x.shape
+    x1 = x.new_empty((M, K // 2), dtype=torch.uint8)
+    # M-major: the transpose of a contiguous [K/group, M] (strides (1, M); (1, 1) for M == 0).
+    xs = x.new_empty_strided((M, K // group), (1, torch.sym_max(M, 1)), dtype=torch.float32)
+    x2 = None if lora_down is None else x.new_empty((M, lora_down.shape[0]), dtype=torch.bfloat16)
+    return x1, xs, x2
+
+
+@torch.library.register_fake("qsgemm::w4a4_linear")
+def _(x1, x_scale, w1, w_scale, group, x2=None, w2=None, bias=None, out_dtype=None):
+    return x1.new_empty((x1.shape[0], w1.shape[0]), dtype=_out_dtype(out_dtype))
+
+
+@torch.library.register_fake("qsgemm::w4a4_linear.out")
+def _(x1, x_scale, w1, w_scale, group, x2=None, w2=None, bias=None, *, out):
+    return None
+
+
+_wl = _ops.w4a4_linear.default
+_wq = _ops.w4a4_quantize_activations.default
+
+
+def w4a4_pack_weight(w: torch.Tensor, group: int = 64) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Quantize a weight W [N, K] (bf16/fp16/fp32, contiguous, K % group == 0) to signed INT4 groups.
+
+    Per group of ``group`` (64 or 128) consecutive k: s = amax/7 (1 for an all-zero group),
+    q = clamp(rint(w/s), -8, 7). Returns (packed uint8 [N, K/2], scale float32 [N, K/group]).
+    NaN/Inf is a ValueError naming the first one. On CUDA it synchronizes once (load-time op)."""
+    return _call(_ops.w4a4_pack_weight.default, w, group)
+
+
+def w4a4_quantize_activations(
+    x: torch.Tensor, group: int = 64, lora_down: Optional[torch.Tensor] = None
+) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+    """Quantize activations X [M, K] (bf16/fp16/fp32, contiguous) to INT4 groups, the low-rank
+    down-projection fused: returns (x1 uint8 [M, K/2], x_scale float32 [M, K/group] M-major,
+    x2 = X·lora_downᵀ bf16 [M, r] from the unquantized X, or None without lora_down).
+    lora_down: bf16 [r, K], r a multiple of 16 up to 128."""
+    if lora_down is None:
+        return _call(_wq, x, group)
+    return _call(_wq, x, group, lora_down)
+
+
+def w4a4_linear(
+    x1, x_scale, w1, w_scale, group: int = 64, x2=None, w2=None, bias=None, out_dtype: Optional[torch.dtype] = None
+) -> torch.Tensor:
+    """Y [M, N] = Σ_g x_scale[m, g]·w_scale[n, g]·(x1_g·w1_gᵀ) + x2·w2ᵀ (+ bias), one fused kernel.
+
+    x1/x_scale from w4a4_quantize_activations, w1/w_scale from w4a4_pack_weight (N % 8 == 0); x2
+    bf16 [M, r] and w2 bf16 [N, r] together or both None (plain W4A4); bias None or [N] (float32
+    or the output dtype); out_dtype bfloat16 (default), float16 or float32."""
+    if out_dtype is not None:  # trailing defaults left out: host time on the hot path
+        return _call(_wl, x1, x_scale, w1, w_scale, group, x2, w2, bias, out_dtype)
+    if bias is not None:
+        return _call(_wl, x1, x_scale, w1, w_scale, group, x2, w2, bias)
+    if x2 is not None or w2 is not None:
+        return _call(_wl, x1, x_scale, w1, w_scale, group, x2, w2)
+    return _call(_wl, x1, x_scale, w1, w_scale, group)
+
+
+def w4a4_linear_out(x1, x_scale, w1, w_scale, group: int = 64, x2=None, w2=None, bias=None, *, out) -> torch.Tensor:
+    """w4a4_linear into ``out`` ([M, N] bf16/fp16/fp32, contiguous; its dtype is the output dtype)."""
+    _call(_ops.w4a4_linear.out, x1, x_scale, w1, w_scale, group, x2, w2, bias, out=out)
+    return out
