@@ -32,7 +32,9 @@ __all__ = ["ops", "__version__"]
 
 # ---- pkg-py: quantized weight tensors, model conversion, serialization (issue #25 items 3-5) ----
 from .tensors import BlockwiseFp8Tensor, QuantizedWeightTensor, Sparse24Fp8Tensor  # noqa: E402
-from .configs import BlockwiseFp8Config, Sparse24Fp8Config  # noqa: E402
+from .tensors import W4A4LowRankTensor  # noqa: E402
+from .configs import BlockwiseFp8Config, Sparse24Fp8Config, W4A4LowRankConfig  # noqa: E402
+from .calibration import collect_act_amax  # noqa: E402
 from .quantize import SkippedLayer, quantize_  # noqa: E402
 from .serialization import (  # noqa: E402
     load_quantized,
@@ -51,5 +53,8 @@ __all__ += [
     "save_quantized",
     "load_quantized",
     "load_quantized_state_dict",
+    "W4A4LowRankTensor",
+    "W4A4LowRankConfig",
+    "collect_act_amax",
 ]
 # ---- end pkg-py ----

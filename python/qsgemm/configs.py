@@ -9,13 +9,16 @@ configs subclass its ``AOBaseConfig`` and are registered with ``register_quantiz
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Dict, Optional
 
 import torch
 
 from .tensors import BLOCKWISE_GRANULARITIES, BlockwiseFp8Tensor, Sparse24Fp8Tensor
 from .tensors.blockwise import BLOCKWISE_ALIGN_K, BLOCKWISE_ALIGN_N
 from .tensors.sparse24 import SPARSE24_ALIGN_K, SPARSE24_ALIGN_N
+from .tensors.w4a4 import W4A4_ALIGN_N, W4A4_GROUPS, W4A4LowRankTensor
+
+W4A4_MAX_RANK = 128
 
 
 def _torchao_config_base():
@@ -110,9 +113,59 @@ class BlockwiseFp8Config(_ConfigBase):
         return BlockwiseFp8Tensor.from_float(weight, granularity=self.weight)
 
 
-# ---- later families --------------------------------------------------------------------------
-# W4A4LowRankConfig(rank, group): smoothing + rank-r SVD + INT4 residual (SVDQuant's recipe), with
-# a W4A4LowRankTensor in qsgemm/tensors/. It goes here, with the same two methods (check,
-# quantize_weight), in ALL_CONFIGS, and in qsgemm.serialization's TENSOR_TYPES. Not implemented yet.
+# ---- W4A4 + low rank (SVDQuant) --------------------------------------------------------------
 
-ALL_CONFIGS = (Sparse24Fp8Config, BlockwiseFp8Config)
+
+@dataclasses.dataclass
+class W4A4LowRankConfig(_ConfigBase):
+    """SVDQuant's W4A4 + low-rank weights (``W4A4LowRankTensor``): INT4 weights and activations in
+    groups of ``group`` along K, plus a bf16 rank-``rank`` branch that absorbs the outliers.
+
+    Conversion (``qsgemm.svdquant.svdquant_decompose``, on the weight's device): smoothing
+    s_k = amax_x[k]^α / amax_w[k]^(1-α) with α = ``smooth_alpha`` (``None``: no smoothing), the
+    rank-``rank`` SVD of the smoothed weight into lora_up·lora_down, the residual quantized to INT4.
+    amax_x comes from ``act_amax`` (``{layer name: max |x| per input channel [K]}``, e.g. from
+    ``qsgemm.collect_act_amax(model, batches)``) when it has the layer; otherwise the smoothing
+    uses the weight's statistics alone (activations taken as flat across channels). Layers
+    converted through torchao's ``quantize_`` have no name here: weight-only smoothing.
+
+    rank: 0, 16, ..., 128 (0: plain W4A4). group: 64 (SVDQuant's) or 128.
+    Shape rules: N % 8 == 0, K % group == 0, rank <= min(N, K).
+    """
+
+    rank: int = 32
+    group: int = 64
+    smooth_alpha: Optional[float] = 0.5
+    act_amax: Optional[Dict[str, torch.Tensor]] = dataclasses.field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self.rank < 0 or self.rank % 16 or self.rank > W4A4_MAX_RANK:
+            raise ValueError(f"W4A4LowRankConfig: rank={self.rank} must be a multiple of 16 in [0, {W4A4_MAX_RANK}]")
+        if self.group not in W4A4_GROUPS:
+            raise ValueError(f"W4A4LowRankConfig: group={self.group}; expected 64 or 128")
+        if self.smooth_alpha is not None and not 0.0 <= self.smooth_alpha <= 1.0:
+            raise ValueError(f"W4A4LowRankConfig: smooth_alpha={self.smooth_alpha} must be in [0, 1] or None")
+
+    def check(self, weight: torch.Tensor) -> Optional[str]:
+        bad = _check_2d_float(weight)
+        if bad:
+            return bad
+        N, K = weight.shape
+        if N % W4A4_ALIGN_N or N == 0 or K == 0 or K % self.group:
+            return (f"shape (N={N}, K={K}): W4A4 needs N % {W4A4_ALIGN_N} == 0 and K % group "
+                    f"({self.group}) == 0")
+        if self.rank > min(N, K):
+            return f"rank {self.rank} exceeds min(N={N}, K={K})"
+        return None
+
+    def quantize_weight(self, weight: torch.Tensor, act_amax: Optional[torch.Tensor] = None) -> W4A4LowRankTensor:
+        return W4A4LowRankTensor.from_float(weight, rank=self.rank, group=self.group,
+                                            smooth_alpha=self.smooth_alpha, act_amax=act_amax)
+
+    def quantize_named_weight(self, weight: torch.Tensor, name: str) -> W4A4LowRankTensor:
+        """quantize_weight with the calibration statistics of layer ``name`` (if any)."""
+        act = self.act_amax.get(name) if self.act_amax and name else None
+        return self.quantize_weight(weight, act)
+
+
+ALL_CONFIGS = (Sparse24Fp8Config, BlockwiseFp8Config, W4A4LowRankConfig)

@@ -19,7 +19,7 @@ class SkippedLayer(NamedTuple):
     reason: str
 
 
-def _convert_linear(module: nn.Linear, config) -> Optional[str]:
+def _convert_linear(module: nn.Linear, config, name: str = "") -> Optional[str]:
     """Swap ``module.weight`` for the config's tensor; return the reason it was skipped, or None."""
     weight = module.weight
     if isinstance(weight, QuantizedWeightTensor):
@@ -29,7 +29,9 @@ def _convert_linear(module: nn.Linear, config) -> Optional[str]:
         return reason
     try:
         with torch.no_grad():
-            qweight = config.quantize_weight(weight.detach())
+            named = getattr(config, "quantize_named_weight", None)  # per-layer calibration data
+            qweight = (named(weight.detach(), name) if named is not None
+                       else config.quantize_weight(weight.detach()))
     except (ValueError, NotImplementedError) as e:
         # e.g. prune="require" on a weight that is not 2:4, or non-finite values
         return str(e)
@@ -55,7 +57,7 @@ def quantize_(
     Args:
       model: any module; its ``nn.Linear`` submodules (and ``model`` itself if it is one) are
         candidates.
-      config: ``Sparse24Fp8Config`` or ``BlockwiseFp8Config``.
+      config: ``Sparse24Fp8Config``, ``BlockwiseFp8Config`` or ``W4A4LowRankConfig``.
       filter_fn: ``filter_fn(module, fully_qualified_name) -> bool`` (torchao's convention);
         only ``nn.Linear`` modules for which it returns True are converted. Default: all.
 
@@ -74,7 +76,7 @@ def quantize_(
             continue
         if filter_fn is not None and not filter_fn(module, name):
             continue
-        reason = _convert_linear(module, config)
+        reason = _convert_linear(module, config, name)
         if reason is not None:
             skipped.append(SkippedLayer(name or "<root>", reason))
     if skipped:

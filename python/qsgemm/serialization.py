@@ -35,7 +35,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple, Union
 import torch
 import torch.nn as nn
 
-from .tensors import BlockwiseFp8Tensor, QuantizedWeightTensor, Sparse24Fp8Tensor
+from .tensors import BlockwiseFp8Tensor, QuantizedWeightTensor, Sparse24Fp8Tensor, W4A4LowRankTensor
 
 #: Version of the file layout above. Bump it when a reader of the old version would misread a file.
 FORMAT_VERSION = 1
@@ -45,7 +45,7 @@ METADATA_KEY = "qsgemm"
 TENSOR_TYPES = {
     "Sparse24Fp8Tensor": Sparse24Fp8Tensor,
     "BlockwiseFp8Tensor": BlockwiseFp8Tensor,
-    # "W4A4LowRankTensor": later.
+    "W4A4LowRankTensor": W4A4LowRankTensor,
 }
 
 _DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
@@ -259,7 +259,7 @@ def load_quantized(model: nn.Module, path: Union[str, os.PathLike], strict: bool
 
 # ---- torch.load(weights_only=True) ------------------------------------------------------------
 def _register_safe_globals() -> None:
-    torch.serialization.add_safe_globals([Sparse24Fp8Tensor, BlockwiseFp8Tensor])
+    torch.serialization.add_safe_globals([Sparse24Fp8Tensor, BlockwiseFp8Tensor, W4A4LowRankTensor])
 
 
 _register_safe_globals()

@@ -3,6 +3,7 @@
 from ._base import LOGICAL_DTYPES, QuantizedWeightTensor
 from .blockwise import BLOCKWISE_GRANULARITIES, BlockwiseFp8Tensor
 from .sparse24 import Sparse24Fp8Tensor, sparse24_meta_bytes
+from .w4a4 import W4A4LowRankTensor
 
 __all__ = [
     "LOGICAL_DTYPES",
@@ -11,4 +12,5 @@ __all__ = [
     "BlockwiseFp8Tensor",
     "BLOCKWISE_GRANULARITIES",
     "sparse24_meta_bytes",
+    "W4A4LowRankTensor",
 ]
