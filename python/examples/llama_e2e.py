@@ -3,6 +3,7 @@
 
     python3 python/examples/llama_e2e.py                       # 2:4 sparse FP8, on the GPU
     python3 python/examples/llama_e2e.py --format blockwise    # blockwise FP8 (1x128 x 128x128)
+    python3 python/examples/llama_e2e.py --format w4a4         # W4A4 + rank-32 low rank (SVDQuant)
     python3 python/examples/llama_e2e.py --tiny                # small dims, runs on a CPU too
 
 Builds `transformers.LlamaForCausalLM` from a LlamaConfig (Llama-3-8B: hidden 4096, intermediate
@@ -22,7 +23,7 @@ import qsgemm
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--format", choices=("sparse24", "blockwise"), default="sparse24")
+    p.add_argument("--format", choices=("sparse24", "blockwise", "w4a4"), default="sparse24")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--tiny", action="store_true", help="hidden 256, intermediate 512, vocab 512")
     p.add_argument("--prompt", default="The capital of France is")
@@ -51,7 +52,10 @@ def main():
     # Convert the decoder layers (the embedding and the LM head stay bf16). Sparse24Fp8Config
     # magnitude-prunes every weight to 2:4 (2 of each 4 along K): that changes the model, so its
     # output differs from the dense bf16 one by the pruning as well as the FP8 rounding.
-    cfg = qsgemm.Sparse24Fp8Config() if args.format == "sparse24" else qsgemm.BlockwiseFp8Config()
+    # W4A4LowRankConfig: SVDQuant's smoothing (weight-only here: no calibration data) + rank-32 SVD
+    # + INT4 residual; activations INT4 in groups of 64.
+    cfg = {"sparse24": qsgemm.Sparse24Fp8Config, "blockwise": qsgemm.BlockwiseFp8Config,
+           "w4a4": qsgemm.W4A4LowRankConfig}[args.format]()
     skipped = qsgemm.quantize_(model.model.layers, cfg)
     print(f"converted with {cfg}; skipped: {skipped or 'none'}")
     print("q_proj weight:", repr(model.model.layers[0].self_attn.q_proj.weight)[:200])
