@@ -180,6 +180,21 @@ def test_t_narrow_to_clone_detach_repr_flatten(device):
     assert torch.equal(u.dequantize(), t.dequantize())
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_deepcopy_and_model_dtype(device):
+    import copy
+
+    dev = on_device(device)
+    m = nn.Sequential(nn.Linear(128, 64)).to(dev, torch.bfloat16)
+    qsgemm.quantize_(m, W4A4LowRankConfig(rank=16))
+    x = torch.randn(2, 128, device=dev, dtype=torch.bfloat16)
+    m2 = copy.deepcopy(m)
+    assert type(m2[0].weight) is W4A4LowRankTensor and torch.equal(m2(x), m(x))
+    m.half()  # only the logical dtype changes
+    assert m[0].weight.dtype == torch.float16 and m(x.half()).dtype == torch.float16
+    assert torch.equal(m[0].weight.qdata, m2[0].weight.qdata)
+
+
 def test_rules():
     with pytest.raises(ValueError, match="N % 8"):
         W4A4LowRankTensor.from_float(torch.randn(12, 128), rank=0)
