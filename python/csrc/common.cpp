@@ -9,12 +9,6 @@
 namespace qsgemm_torch {
 
 namespace {
-template <class... Args>
-std::string cat(const Args&... args) {
-  std::ostringstream os;
-  (os << ... << args);
-  return os.str();
-}
 using qsgemm::Status;
 }  // namespace
 

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -26,6 +27,14 @@ using OptTensor = std::optional<torch::stable::Tensor>;
 using ScalarType = torch::headeronly::ScalarType;
 using Tensors2 = std::tuple<Tensor, Tensor>;
 using Tensors3 = std::tuple<Tensor, Tensor, Tensor>;
+
+// The values of a message, streamed into one string.
+template <class... Args>
+std::string cat(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
 
 // ---- errors -------------------------------------------------------------------------------------
 // Every kernel runs inside `guarded`: a qsgemm::Error leaves as std::runtime_error whose message is

@@ -4,6 +4,7 @@
 // excepted: the library syncs once to report data errors; it is a load-time op).
 #include <cuda_runtime_api.h>
 
+#include "cuda_common.h"
 #include "ops.h"
 #include "qsgemm/blockwise.h"
 #include "qsgemm/device.h"
@@ -11,47 +12,11 @@
 #include "qsgemm/quant.h"
 #include "qsgemm/sparse24.h"
 
-// The AOTI shim declares these under USE_CUDA only; they are part of its C ABI in every CUDA build
-// of torch >= 2.3 (an extension that defines USE_CUDA itself would see the same declarations).
-#ifndef USE_CUDA
-extern "C" {
-AOTI_TORCH_EXPORT AOTITorchError aoti_torch_get_current_cuda_stream(int32_t device_index, void** ret_stream);
-}
-#endif
 
 namespace qsgemm_torch::cuda {
 
 namespace {
 using qsgemm::Status;
-
-// The device of `t` must be a CUDA device; returns its index.
-int32_t device_of(const char* fn, const char* name, const Tensor& t) {
-  int32_t type = 0, index = 0;
-  TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_type(t.get(), &type));
-  if (type != aoti_torch_device_type_cuda()) fail(fn, Status::kInvalidArgument, name, "must be a CUDA tensor");
-  TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_index(t.get(), &index));
-  return index;
-}
-
-// torch's current stream of `device` (what the caller's torch.cuda.stream(...) context selected).
-cudaStream_t current_stream(int32_t device) {
-  void* s = nullptr;
-  TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(device, &s));
-  return static_cast<cudaStream_t>(s);
-}
-
-// Makes `device` current for the call when it is not (the library reads the current device for the
-// SM count and runs on the stream's device); restores it on exit.
-class DeviceScope {
- public:
-  explicit DeviceScope(int32_t device) {
-    int current = 0;
-    if (cudaGetDevice(&current) == cudaSuccess && current != device) guard_.emplace(device);
-  }
-
- private:
-  std::optional<torch::stable::accelerator::DeviceGuard> guard_;
-};
 
 int sm_count(int32_t device) { return qsgemm::device_info(device).sm_count; }
 

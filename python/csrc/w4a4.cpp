@@ -19,28 +19,18 @@
 #include <sstream>
 #include <vector>
 
+#include "cuda_common.h"
 #include "ops.h"
 #include "qsgemm/formats.h"
 #include "qsgemm/reference.h"
 #include "qsgemm/w4a4.h"
 
-#ifndef USE_CUDA
-extern "C" {
-AOTI_TORCH_EXPORT AOTITorchError aoti_torch_get_current_cuda_stream(int32_t device_index, void** ret_stream);
-}
-#endif
 
 namespace qsgemm_torch {
 namespace {
 
 using qsgemm::Status;
 
-template <class... Args>
-std::string cat(const Args&... args) {
-  std::ostringstream os;
-  (os << ... << args);
-  return os.str();
-}
 
 // ---- shared checks (the library's rules and wording, src/w4a4.cpp) ----------------------------------
 
@@ -290,30 +280,9 @@ void linear_out(const Tensor& x1, const Tensor& x_scale, const Tensor& w1, const
 // ---- CUDA kernels ----------------------------------------------------------------------------------------
 namespace cuda {
 
-int32_t device_of(const char* fn, const char* name, const Tensor& t) {
-  int32_t type = 0, index = 0;
-  TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_type(t.get(), &type));
-  if (type != aoti_torch_device_type_cuda()) fail(fn, Status::kInvalidArgument, name, "must be a CUDA tensor");
-  TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_index(t.get(), &index));
-  return index;
-}
-
-cudaStream_t current_stream(int32_t device) {
-  void* s = nullptr;
-  TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(device, &s));
-  return static_cast<cudaStream_t>(s);
-}
-
-class DeviceScope {
- public:
-  explicit DeviceScope(int32_t device) {
-    int current = 0;
-    if (cudaGetDevice(&current) == cudaSuccess && current != device) guard_.emplace(device);
-  }
-
- private:
-  std::optional<torch::stable::accelerator::DeviceGuard> guard_;
-};
+using qsgemm_torch::cuda::current_stream;
+using qsgemm_torch::cuda::device_of;
+using qsgemm_torch::cuda::DeviceScope;
 
 qsgemm::MatrixView i4_view(const Tensor& t, int64_t rows, int64_t bytes) {
   return qsgemm::MatrixView(t.data_ptr(), qsgemm::DType::kI4x2, rows, bytes);

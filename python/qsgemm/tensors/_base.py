@@ -179,7 +179,26 @@ def _slice_range(size: int, start: Optional[int], end: Optional[int]) -> tuple:
 
 
 def register_common_ops(cls):
-    """detach, clone, alias, _to_copy / to, t, copy_ for a QuantizedWeightTensor subclass."""
+    """detach, clone, alias, _to_copy / to, t, copy_ and slicing along N (the class's narrow_rows)
+    for a QuantizedWeightTensor subclass. ``cls._slice_k_reason`` says why it cannot be sliced along K."""
+
+    @cls.implements(aten.slice.Tensor)
+    def _slice(func, types, args, kwargs):
+        self = args[0]
+        dim = _arg(args, kwargs, 1, "dim", 0)
+        start = _arg(args, kwargs, 2, "start")
+        end = _arg(args, kwargs, 3, "end")
+        step = _arg(args, kwargs, 4, "step", 1)
+        if step != 1:
+            raise ValueError(f"{cls.__name__}: slicing with a step is not supported")
+        if self.transposed:
+            raise ValueError(f"slicing a transposed {cls.__name__}; slice the (N, K) weight, then t()")
+        size = self.shape[dim]
+        start, end = _slice_range(size, start, end)
+        if dim in (0, -2):
+            return self._with() if start == 0 and end == size else self.narrow_rows(start, end)
+        reason = getattr(cls, "_slice_k_reason", "")
+        raise ValueError(f"{cls.__name__} can be sliced only along N (dim 0)" + (f": {reason}" if reason else ""))
 
     @cls.implements([aten.detach.default, aten.alias.default])
     def _detach(func, types, args, kwargs):

@@ -13,7 +13,6 @@ from ._base import (
     QuantizedWeightTensor,
     _check_logical_dtype,
     _make_wrapper,
-    _slice_range,
     register_common_ops,
 )
 from ._linear import flatten_activation, prepare_bias, register_linear, restore_leading
@@ -170,23 +169,3 @@ class BlockwiseFp8Tensor(QuantizedWeightTensor):
 
 register_common_ops(BlockwiseFp8Tensor)
 register_linear(BlockwiseFp8Tensor)
-
-
-@BlockwiseFp8Tensor.implements(aten.slice.Tensor)
-def _slice(func, types, args, kwargs):
-    self = args[0]
-    dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
-    start = args[2] if len(args) > 2 else kwargs.get("start", None)
-    end = args[3] if len(args) > 3 else kwargs.get("end", None)
-    step = args[4] if len(args) > 4 else kwargs.get("step", 1)
-    if step != 1:
-        raise ValueError("BlockwiseFp8Tensor: slicing with a step is not supported")
-    if self.transposed:
-        raise ValueError("slicing a transposed BlockwiseFp8Tensor; slice the (N, K) weight, then t()")
-    size = self.shape[dim]
-    start, end = _slice_range(size, start, end)
-    if dim in (0, -2) and not self.transposed:
-        if start == 0 and end == size:
-            return self._with()
-        return self.narrow_rows(start, end)
-    raise ValueError("BlockwiseFp8Tensor can be sliced only along N (dim 0)")

@@ -12,7 +12,6 @@ from ._base import (
     QuantizedWeightTensor,
     _check_logical_dtype,
     _make_wrapper,
-    _slice_range,
     register_common_ops,
 )
 from ._linear import flatten_activation, prepare_bias, register_linear, restore_leading
@@ -54,6 +53,11 @@ class Sparse24Fp8Tensor(QuantizedWeightTensor):
     Rules: N % 8 == 0, K % 32 == 0.
     """
 
+    # Why it cannot be sliced along K (register_common_ops's slice).
+    _slice_k_reason = (
+        "a column range of the compressed values is not a valid weight (docs/formats.md "
+        "§4.3); shard the dense weight along K and compress each shard"
+    )
     tensor_data_names = ["qdata", "sparse_metadata", "scale"]
     tensor_attribute_names = ["dtype", "transposed", "fast_accum"]
 
@@ -160,27 +164,3 @@ class Sparse24Fp8Tensor(QuantizedWeightTensor):
 
 register_common_ops(Sparse24Fp8Tensor)
 register_linear(Sparse24Fp8Tensor)
-
-
-@Sparse24Fp8Tensor.implements(aten.slice.Tensor)
-def _slice(func, types, args, kwargs):
-    self = args[0]
-    dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
-    start = args[2] if len(args) > 2 else kwargs.get("start", None)
-    end = args[3] if len(args) > 3 else kwargs.get("end", None)
-    step = args[4] if len(args) > 4 else kwargs.get("step", 1)
-    if step != 1:
-        raise ValueError("Sparse24Fp8Tensor: slicing with a step is not supported")
-    if self.transposed:
-        raise ValueError("slicing a transposed Sparse24Fp8Tensor; slice the (N, K) weight, then t()")
-    size = self.shape[dim]
-    start, end = _slice_range(size, start, end)
-    if dim in (0, -2) and not self.transposed:
-        if start == 0 and end == size:
-            return self._with()
-        return self.narrow_rows(start, end)
-    raise ValueError(
-        "Sparse24Fp8Tensor can be sliced only along N (dim 0): a column range of the compressed "
-        "values is not a valid weight (docs/formats.md §4.3); shard the dense weight along K and "
-        "compress each shard"
-    )

@@ -13,7 +13,6 @@ from ._base import (
     QuantizedWeightTensor,
     _check_logical_dtype,
     _make_wrapper,
-    _slice_range,
     register_common_ops,
 )
 from ._linear import prepare_bias, register_linear, restore_leading
@@ -52,6 +51,8 @@ class W4A4LowRankTensor(QuantizedWeightTensor):
     output dtype is x's. Rules: K % group == 0, N % 8 == 0.
     """
 
+    # Why it cannot be sliced along K (register_common_ops's slice).
+    _slice_k_reason = "K holds whole INT4 groups and the low-rank factors span all of K"
     tensor_data_names = ["qdata", "scale", "lora_down", "lora_up", "smooth"]
     tensor_attribute_names = ["group", "smoothed", "dtype", "transposed"]
 
@@ -179,24 +180,3 @@ class W4A4LowRankTensor(QuantizedWeightTensor):
 
 register_common_ops(W4A4LowRankTensor)
 register_linear(W4A4LowRankTensor)
-
-
-@W4A4LowRankTensor.implements(aten.slice.Tensor)
-def _slice(func, types, args, kwargs):
-    self = args[0]
-    dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
-    start = args[2] if len(args) > 2 else kwargs.get("start", None)
-    end = args[3] if len(args) > 3 else kwargs.get("end", None)
-    step = args[4] if len(args) > 4 else kwargs.get("step", 1)
-    if step != 1:
-        raise ValueError("W4A4LowRankTensor: slicing with a step is not supported")
-    if self.transposed:
-        raise ValueError("slicing a transposed W4A4LowRankTensor; slice the (N, K) weight, then t()")
-    size = self.shape[dim]
-    start, end = _slice_range(size, start, end)
-    if dim in (0, -2):
-        if start == 0 and end == size:
-            return self._with()
-        return self.narrow_rows(start, end)
-    raise ValueError("W4A4LowRankTensor can be sliced only along N (dim 0): K holds whole INT4 groups "
-                     "and the low-rank factors span all of K")
