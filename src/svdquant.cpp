@@ -33,7 +33,9 @@ void orthonormalize_columns(std::vector<double>& a, int64_t rows, int64_t cols) 
 SvdQuantWeight svdquant_decompose(const float* w, int64_t N, int64_t K, const float* act_amax, float alpha, int rank,
                                   int group, int iters) {
   const char* fn = "svdquant_decompose";
-  if (N <= 0 || K <= 0) detail::fail(fn, Status::kInvalidArgument, "w", detail::cat("shape [", N, ", ", K, "]"));
+  if (N <= 0 || K <= 0)
+    detail::fail(fn, Status::kInvalidArgument, "w", detail::cat("shape [", N, ", ", K, "] must be positive"));
+  if (w == nullptr) detail::fail(fn, Status::kInvalidArgument, "w", "null pointer");
   if (rank < 0 || rank > std::min(N, K))
     detail::fail(fn, Status::kInvalidArgument, "rank", detail::cat("rank=", rank, " must be in [0, min(N, K)]"));
   if (group <= 0 || group % 2 != 0 || K % group != 0)

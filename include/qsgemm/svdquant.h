@@ -36,6 +36,9 @@ struct SvdQuantWeight {
 // (no smoothing). alpha in [0, 1] (SVDQuant and SmoothQuant use 0.5). rank in [0, min(N, K)];
 // group divides K (64 or 128 for the GPU kernels). iters: subspace iterations (20 is plenty for
 // the leading singular vectors of weight matrices). Deterministic (fixed seed).
+// Errors (qsgemm::Error): N or K <= 0, w null, rank outside [0, min(N, K)], an odd group or one that does not
+// divide K, alpha outside [0, 1] (kInvalidArgument); NaN or Inf in w (kInvalidValue, naming the
+// element).
 SvdQuantWeight svdquant_decompose(const float* w, int64_t N, int64_t K, const float* act_amax, float alpha, int rank,
                                   int group, int iters = 20);
 
