@@ -128,7 +128,14 @@ class W4A4LowRankTensor(QuantizedWeightTensor):
         logical dtype)."""
         r = unpack_int4(self.qdata).to(torch.float32) * self.scale.repeat_interleave(self.group, dim=1)
         if self.rank > 0:
-            r = r + self.lora_up.to(torch.float32) @ self.lora_down.to(torch.float32)
+            # One rank at a time, in ascending order: every element gets the same float32 operations
+            # whatever the slice or the device (a matmul's kernel, and its rounding, depends on the
+            # shape), so a row slice dequantizes to exactly the rows of the whole.
+            up, down = self.lora_up.to(torch.float32), self.lora_down.to(torch.float32)
+            lr = torch.zeros_like(r)
+            for j in range(self.rank):
+                lr.addcmul_(up[:, j : j + 1], down[j : j + 1, :])
+            r = r + lr
         if self.smoothed:
             r = r / self.smooth
         w = r.to(dtype or self.dtype)
