@@ -111,19 +111,28 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
     std::fprintf(stderr, "qsgemm tune: --gw %s is not one of block_128x128, group_1x128, per_row\n", v.c_str());
     return 2;
   }
+  // --ld-align B: the rows of X and W start every round_up(K, B) bytes instead of every K (what a
+  // producer that pads its rows gives the GEMM; K itself is unchanged).
+  const int64_t ld_align = arg_int(argc, argv, "--ld-align", 16);
+  if (ld_align < 16 || ld_align % 16 != 0) {
+    std::fprintf(stderr, "qsgemm tune: --ld-align %lld must be a positive multiple of 16\n", static_cast<long long>(ld_align));
+    return 2;
+  }
+  const int64_t ld = (K + ld_align - 1) / ld_align * ld_align;
   cudaStream_t stream;
   cudaStreamCreate(&stream);
   const int64_t nsx = blockwise_scale_floats(gx, M, K), nsw = blockwise_scale_floats(gw, N, K);
-  DeviceBuffer x(static_cast<size_t>(M * K)), w(static_cast<size_t>(N * K)), sx(static_cast<size_t>(4 * nsx)),
+  DeviceBuffer x(static_cast<size_t>(M * ld)), w(static_cast<size_t>(N * ld)), sx(static_cast<size_t>(4 * nsx)),
       sw(static_cast<size_t>(4 * nsw)), y(static_cast<size_t>(2 * M * N));
-  fill_e4m3(x.get(), static_cast<size_t>(M * K), 1, stream);
-  fill_e4m3(w.get(), static_cast<size_t>(N * K), 2, stream);
+  fill_e4m3(x.get(), static_cast<size_t>(M * ld), 1, stream);
+  fill_e4m3(w.get(), static_cast<size_t>(N * ld), 2, stream);
   fill_f32(sx.as<float>(), static_cast<size_t>(nsx), 3, 0.01f, 0.02f, stream);
   fill_f32(sw.as<float>(), static_cast<size_t>(nsw), 4, 0.01f, 0.02f, stream);
   Timer timer(stream);
   const int chosen = blockwise_choose_config(M, N, K, gx, gw, sm_count);
-  std::printf("tune blockwise M=%lld N=%lld K=%lld x_scale=%s w_scale=%s\n", static_cast<long long>(M),
-              static_cast<long long>(N), static_cast<long long>(K), granularity_name(gx), granularity_name(gw));
+  std::printf("tune blockwise M=%lld N=%lld K=%lld ld=%lld x_scale=%s w_scale=%s\n", static_cast<long long>(M),
+              static_cast<long long>(N), static_cast<long long>(K), static_cast<long long>(ld), granularity_name(gx),
+              granularity_name(gw));
   // --skinny-clusters: the skinny configuration with each cluster size instead of the table.
   const bool clusters = has_flag(argc, argv, "--skinny-clusters");
   static const int kClusters[] = {1, 2, 4, 8};
@@ -198,8 +207,8 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
           opt.workspace = ws.get();
           opt.workspace_bytes = ws_bytes;
         }
-        blockwise_linear(MatrixView(x.get(), DType::kE4M3, M, K), ScaleView{sx.as<float>(), gx, M},
-                         MatrixView(w.get(), DType::kE4M3, N, K), ScaleView{sw.as<float>(), gw, 0}, {},
+        blockwise_linear(MatrixView(x.get(), DType::kE4M3, M, K, ld), ScaleView{sx.as<float>(), gx, M},
+                         MatrixView(w.get(), DType::kE4M3, N, K, ld), ScaleView{sw.as<float>(), gw, 0}, {},
                          MatrixView(y.get(), DType::kBF16, M, N), opt, st);
       },
       timer, jf, so);
@@ -259,7 +268,7 @@ int run_tune(int argc, char** argv) {
         "                            [--split-k S1,S2,...]\n"
         "       qsgemm tune blockwise --m M --n N --k K [--json FILE] [--gx group_1x128|block_128x128|per_row]\n"
         "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n"
-        "                             [--split-k S1,S2,...]\n"
+        "                             [--split-k S1,S2,...] [--ld-align BYTES]\n"
         "                             [--configs NAME|I,...] [--interleave]\n"
         "       qsgemm tune w4a4 --m M --n N --k K [--rank R] [--group 64|128] [--json FILE]\n"
         "                        [--configs NAME|I,...] [--interleave]\n\n"
@@ -268,6 +277,7 @@ int run_tune(int argc, char** argv) {
         "pick. --json appends one JSON line per configuration to FILE. 'tune blockwise' does the same for the\n"
         "blockwise table with the given scale granularities (default 1x128 activations, 128x128 weights);\n"
         "--skinny-clusters times the skinny decode kernel with K split over clusters of 1, 2, 4 and 8 CTAs.\n"
+        "--ld-align starts the rows of X and W every round_up(K, BYTES) bytes (blockwise; default 16 = K).\n"
         "--split-k times each CUTLASS configuration (of --configs, or all) with each listed split-K factor\n"
         "(1 = no split), given a workspace; the heuristic's line is its configuration with its split (for\n"
         "sparse24 the stream-K and decode configurations run once, unsplit).\n"
