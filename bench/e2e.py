@@ -15,6 +15,8 @@ Model states, all sharing the embedding, the final norm and the LM head (bf16 in
                                --torch-quant eager), `torch._scaled_mm` row-wise with per-channel
                                weight scales, use_fast_accum=True: what a user has today, at its best
     blockwise@dense            qsgemm.BlockwiseFp8Config(): 1x128 activation groups x 128x128 blocks
+    w4a4@dense                 qsgemm.W4A4LowRankConfig(rank=32, group=64): SVDQuant's INT4 weights and
+                               activations + a bf16 rank-32 branch (weight-only smoothing)
     torch_bf16@pruned          the bf16 model with every decoder linear magnitude-pruned to 2:4
     torch_fp8_rowwise@pruned   the torch FP8 model on those same pruned weights
     sparse24@pruned            qsgemm.Sparse24Fp8Config(prune="require") on those same pruned weights
@@ -87,12 +89,14 @@ STATES = [  # (variant, weights); the key of a state is "variant@weights"
     ("torch_bf16", "dense"),
     ("torch_fp8_rowwise", "dense"),
     ("blockwise", "dense"),
+    ("w4a4", "dense"),
     ("torch_bf16", "pruned"),
     ("torch_fp8_rowwise", "pruned"),
     ("sparse24", "pruned"),
 ]
-QSGEMM_VARIANTS = {"sparse24": "pruned", "blockwise": "dense"}  # the variant -> its weights
+QSGEMM_VARIANTS = {"sparse24": "pruned", "blockwise": "dense", "w4a4": "dense"}  # the variant -> its weights
 BASELINES = ("torch_fp8_rowwise", "torch_bf16")
+W4A4_RANK = 32  # SVDQuant's default rank
 
 
 def key(variant: str, weights: str) -> str:
@@ -282,6 +286,9 @@ def qsgemm_convert_(layers: nn.Module, variant: str, sparse_fast_accum: bool = F
     elif variant == "blockwise":
         config = qsgemm.BlockwiseFp8Config()  # weights 128x128 blocks, activations 1x128 groups
         tensor_type = qsgemm.BlockwiseFp8Tensor
+    elif variant == "w4a4":
+        config = qsgemm.W4A4LowRankConfig(rank=W4A4_RANK, group=64)
+        tensor_type = qsgemm.W4A4LowRankTensor
     else:
         raise ValueError(f"not a qsgemm variant: {variant!r}")
     skipped = qsgemm.quantize_(layers, config)
@@ -687,7 +694,7 @@ def parse_args(argv=None):
     p.add_argument("--reps-decode", type=int, default=None, help="timed calls per state (default 60; quick 20)")
     p.add_argument("--warmup", type=int, default=None, help="default 3; quick 1")
     p.add_argument("--rounds", type=int, default=2, help="interleaved rounds over the states")
-    p.add_argument("--variants", default="sparse24,blockwise", help="qsgemm variants to run")
+    p.add_argument("--variants", default="sparse24,blockwise,w4a4", help="qsgemm variants to run")
     p.add_argument("--torch-quant", default="compile", choices=("compile", "eager"),
                    help="the torch baseline's activation quantizer")
     p.add_argument("--sparse-fast-accum", action="store_true",
@@ -697,6 +704,8 @@ def parse_args(argv=None):
                         "transformers: its stock sdpa path")
     p.add_argument("--with-lm-head", action="store_true", help="time the LM head too (bf16 in all states)")
     p.add_argument("--quick", action="store_true", help="2 layers, fewer repetitions")
+    p.add_argument("--no-kernel-breakdown", dest="kernel_breakdown", action="store_false",
+                   help="skip the per-state GEMM / other kernel time of each decode step (torch.profiler)")
     p.add_argument("--tiny", action="store_true", help="TINY_DIMS instead of Llama-3-8B's (a test)")
     p.add_argument("--cpu-smoke", action="store_true",
                    help="the whole flow on the CPU at a tiny config, eager, wall clock (a test; timings meaningless)")
@@ -722,6 +731,47 @@ def parse_args(argv=None):
 def selected_states(variants) -> list:
     want_weights = {QSGEMM_VARIANTS[v] for v in variants}
     return [(v, w) for v, w in STATES if w in want_weights and (v in BASELINES or v in variants)]
+
+
+GEMM_KERNEL_WORDS = ("gemm", "cutlass", "nvjet", "xmma", "sm90_", "qsgemm", "scaled_mm", "w4a4")
+
+
+def kernel_breakdown(model, states: Dict[str, nn.ModuleList], call: Callable[[], torch.Tensor],
+                     reset: Callable[[], None], reps: int = 5) -> Dict[str, Dict[str, float]]:
+    """Per state: the GPU time (us per call) of its kernels, split into the GEMMs (names with one of
+    GEMM_KERNEL_WORDS: CUTLASS / cuBLAS / qsgemm kernels) and everything else (attention, norms,
+    RoPE, activation quantizers, elementwise), from torch.profiler's CUDA activity over `reps` eager
+    calls. It says how much of a step a faster GEMM can remove at all."""
+    from torch.profiler import ProfilerActivity, profile
+
+    out: Dict[str, Dict[str, float]] = {}
+    for name, layers in states.items():
+        use_state(model, layers)
+        reset()
+        call()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(reps):
+                reset()
+                call()
+            torch.cuda.synchronize()
+        gemm = other = 0.0
+        kernels = 0
+        for e in prof.events():
+            if e.device_type != torch.autograd.DeviceType.CUDA:
+                continue
+            lname = e.name.lower()
+            if "memcpy" in lname or "memset" in lname:
+                continue
+            kernels += 1
+            us = e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
+            if any(w in lname for w in GEMM_KERNEL_WORDS):
+                gemm += us
+            else:
+                other += us
+        out[name] = {"gemm_us": round(gemm / reps, 1), "other_us": round(other / reps, 1),
+                     "kernels_per_call": round(kernels / reps, 1)}
+    return out
 
 
 def main(argv=None) -> int:
@@ -813,6 +863,8 @@ def main(argv=None) -> int:
             "sparse24": f"qsgemm.Sparse24Fp8Config(prune='require', fast_accum={args.sparse_fast_accum}) "
                         "on 2:4 magnitude-pruned weights; activations per token",
             "blockwise": "qsgemm.BlockwiseFp8Config(weight='block_128x128'); activations 1x128 groups",
+            "w4a4": f"qsgemm.W4A4LowRankConfig(rank={W4A4_RANK}, group=64): INT4 weights and activations "
+                    "(groups of 64), bf16 low-rank branch, weight-only smoothing (no calibration data)",
         },
         "state_errors": state_errors,
         "sqnr_db": {n: {k: _num(v) for k, v in s.items()} for n, s in sqnr.items()},
@@ -860,6 +912,15 @@ def main(argv=None) -> int:
                 times = time_point(model, states, step, step.reset, graphs, args.reps_decode, args.warmup,
                                    args.rounds, cuda)
                 record("e2e_decode", B, graphs, times, {"kv_len": args.kv_len})
+            if cuda and args.kernel_breakdown:
+                try:
+                    report.setdefault("decode_kernel_breakdown", {})[f"B={B}"] = kernel_breakdown(
+                        model, states, step, step.reset)
+                except Exception as e:  # a profiler problem must not lose the timed rows
+                    report.setdefault("decode_kernel_breakdown", {})[f"B={B}"] = {"error": repr(e)}
+                print(f"[e2e] decode B={B} kernel time: {report['decode_kernel_breakdown'][f'B={B}']}",
+                      file=sys.stderr)
+                write()
             del step
             if cuda:
                 torch.cuda.empty_cache()
