@@ -37,6 +37,12 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
   if (M <= 16 && K >= 4096 && n_tiles <= sms / 2) return kSkinnyConfig;
   if (M <= kSkinnyMaxM && K >= 4096 && n_tiles <= sms / 6) return kSkinnyConfig;
   if (K <= kBlockwiseShortK) return kNarrow;
+  // K % 128 != 0: a packed row starts off a 128-byte line, so every TMA row of a tile spans two
+  // lines. There the 1x2 cluster (W's tiles multicast) measured 1.27-1.31x faster than the 1x1 tile
+  // and 1.77-1.94x faster than the 64-row ping-pong tile (M = 1024 and 4096, K = 4112,
+  // bench/results/h200/tuning/partialk_ld_align.txt). Rows padded to 128 bytes run as fast as
+  // K = 4224 with any tile; the heuristic sees K only, so it assumes packed rows.
+  if (K % kScaleGroupK != 0 && M > kMisalignedC1x2MinM) return kSquareC1x2;
   const int64_t waves_128 = ceil_div(ceil_div(M, 128) * n_tiles, sms);
   const int64_t waves_64 = ceil_div(ceil_div(M, 64) * n_tiles, sms);
   // Time per SM in units of one 64-row tile: a 128-row tile is two; a 64-row tile also reloads its

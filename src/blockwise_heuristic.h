@@ -29,11 +29,16 @@ bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity
 //    (it streams W from every SM; tune_skinny.jsonl, tune_blockwise_decode.jsonl);
 //  * short K (<= 512) the 64x128 ping-pong tile, which hides one warp group's epilogue under the
 //    other's MMAs (tune_blockwise_k512.txt);
+//  * K % 128 != 0 (packed rows off 128-byte lines) above kMisalignedC1x2MinM tokens: the 1x2 cluster
+//    (partialk_ld_align.txt);
 //  * otherwise a wave model: 64-row tiles where 128-row tiles quantize badly onto the SMs, the 1x2
 //    cluster on large weights from M = 4096 (tune_blockwise_two_partials.jsonl), else 128x128.
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count);
 // K up to which blockwise_choose_config takes the 64x128 ping-pong tile above the decode sizes.
 inline constexpr int64_t kBlockwiseShortK = 512;
+// M above which a K that is not a multiple of 128 takes the 1x2 cluster (below: two 128-row tiles
+// or fewer, where the ping-pong tile's extra CTAs were not measured against it).
+inline constexpr int64_t kMisalignedC1x2MinM = 256;
 
 // Per-row scales: whether the 128x192 tile (kPerRowWideConfig) should replace `config`
 // (blockwise_choose_config's pick). A wave model in units of one 64x128 tile (a 64-row wave 1.2, a

@@ -514,6 +514,23 @@ TEST(BlockwiseHeuristic, MediumAndLargeM) {
   EXPECT_EQ(blockwise_choose_config(4099, 256, 7168, 132), 1);
 }
 
+// K not a multiple of 128 (packed rows start off 128-byte lines): the 1x2 cluster above 256 tokens,
+// what measured fastest at K = 4112 (tuning/partialk_ld_align.txt); the same shapes with K = 4096
+// keeps the wave model's pick (no cluster pair below M = 4096), and the decode sizes the skinny kernel.
+TEST(BlockwiseHeuristic, MisalignedRowsTakeTheClusterPair) {
+  for (int64_t K : {4112, 14352, 7200})
+    for (int64_t M : {257, 288, 600, 1024, 4096, 16384})
+      for (int64_t N : {2112, 4096, 7168}) {
+        EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 2) << M << "x" << N << "x" << K;
+        if (M < 4096) EXPECT_NE(blockwise_choose_config(M, N, K - K % 128, 132), 2) << M << "x" << N << "x" << K;
+      }
+  EXPECT_EQ(blockwise_choose_config(1024, 4096, 4096, 132), 0);
+  EXPECT_EQ(blockwise_choose_config(256, 4096, 4112, 132), blockwise_choose_config(256, 4096, 4096, 132));
+  EXPECT_EQ(blockwise_choose_config(8, 4096, 4112, 132), 3) << "decode: the skinny kernel";
+  for (G g : {G::kGroup1x128, G::kBlock128x128})
+    EXPECT_EQ(qsgemm::blockwise_choose_config(1024, 4096, 4112, g, G::kBlock128x128, 132), 2);
+}
+
 // K <= 512 (four K tiles or fewer): the 64x128 ping-pong tile above the decode sizes, for every pair
 // it serves and instead of the per-row 128x192 tile; the 128-row scale blocks fall back to the
 // 128x128 tile (measured: bench/results/h200/tuning/tune_blockwise_k512.txt).
