@@ -16,8 +16,14 @@
 //    ascending k.
 // bf16 X (the common case) runs a second kernel with the same arithmetic: the chunks of X and L1
 // arrive through a 4-deep cp.async ring in dynamic shared memory (raw bf16), so several chunks'
-// memory latency overlap instead of one per chunk (sm90_w4a4_quantize_bf16_pipelined_kernel).
+// memory latency overlap instead of one per chunk (sm90_w4a4_quantize_bf16_pipelined_kernel). Its
+// columns are also split over a thread-block cluster of up to 8 CTAs along gridDim.y: one CTA per
+// 16 rows walked all of K alone, so the time hardly depended on L (52 us at L = 16 and at L = 2048,
+// D1 = 4096, rank 0: a chain of chunk latencies, not bandwidth). Each CTA of the cluster quantizes
+// its own slice of the chunks; the X2 partial sums meet in distributed shared memory, where rank 0
+// adds them in slice order (deterministic; no workspace, no atomics).
 // Non-finite inputs are reported through *bad (the packer) as the smallest row-major index.
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -266,13 +272,18 @@ __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_bf16_pipelined_ke
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int rank = a.rank;
   const int sbytes = stage_bytes(rank);
-  const int64_t nchunks = (a.cols + kChunk - 1) / kChunk;
+  // This CTA's slice of the chunks: [first, first + nchunks) of the row's ceil(cols / 128).
+  const int slices = static_cast<int>(gridDim.y), slice = static_cast<int>(blockIdx.y);
+  const int64_t all_chunks = (a.cols + kChunk - 1) / kChunk;
+  const int64_t per_slice = (all_chunks + slices - 1) / slices;
+  const int64_t first = slice * per_slice;
+  const int64_t nchunks = first >= all_chunks ? 0 : (all_chunks - first < per_slice ? all_chunks - first : per_slice);
   const uint32_t smem0 = static_cast<uint32_t>(__cvta_generic_to_shared(qsmem));
 
   // Chunk ch into stage st: X rows r0.. (one 16-byte piece per thread: 16 rows x 16 pieces), then the
   // L1 rows 0..rank-1 (rank x 16 pieces). Pieces outside the matrix are zero-filled (src-size 0).
-  auto load_chunk = [&](int st, int64_t ch) {
-    const int64_t c0 = ch * kChunk;
+  auto load_chunk = [&](int st, int64_t ch) {  // ch: the slice's own chunk index
+    const int64_t c0 = (first + ch) * kChunk;
     const uint32_t base = smem0 + static_cast<uint32_t>(st * sbytes);
     {
       const int i = tid >> 4, q = tid & 15;
@@ -302,7 +313,7 @@ __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_bf16_pipelined_ke
     cp_async_commit();
     const uint8_t* xs = qsmem + static_cast<int>(ch % kQStages) * sbytes;  // [16][kRawPitch] bf16
     const uint8_t* ls = xs + kStageXBytes;                                 // [rank][kRawPitch] bf16
-    const int64_t c0 = ch * kChunk;
+    const int64_t c0 = (first + ch) * kChunk;
 
     // Quantize: warp w owns rows w and w + 8; lane l columns 4l .. 4l + 3 (8 bytes).
 #pragma unroll
@@ -341,23 +352,44 @@ __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_bf16_pipelined_ke
     }
   }
   cp_async_wait<0>();
+  if (rank == 0) return;
 
-  // m16n8 accumulator layout: c0, c1 at (row g, rank 2t, 2t+1), c2, c3 at row g + 8.
+  // X2 over the cluster: every CTA parks its partial tile [16][rank] (floats) at the start of its
+  // ring, the CTAs meet, and rank 0 of the cluster adds the slices in order 0, 1, ... and stores.
+  namespace cg = cooperative_groups;
+  float* red = reinterpret_cast<float*>(qsmem);  // 16 x 128 floats = 8 KiB <= the ring (>= 17 KiB)
+  if (slices > 1) {
+    __syncthreads();  // every thread is past its last read of the ring
+    // m16n8 accumulator layout: c0, c1 at (row g, rank 2t, 2t+1), c2, c3 at row g + 8.
 #pragma unroll
-  for (int it = 0; it < 2; ++it) {
-    const int nt = warp + 8 * it;
-    if (nt * 8 >= rank) break;
+    for (int it = 0; it < 2; ++it) {
+      const int nt = warp + 8 * it;
+      if (nt * 8 >= rank) break;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int64_t r = r0 + g + 8 * (e >> 1);
-      const int j = nt * 8 + 2 * t + (e & 1);
-      if (r >= a.rows) continue;
-      if (a.x2_f32)
-        static_cast<float*>(a.x2)[r * a.ld_x2 + j] = acc[it][e];
-      else
-        static_cast<__nv_bfloat16*>(a.x2)[r * a.ld_x2 + j] = __float2bfloat16_rn(acc[it][e]);
+      for (int e = 0; e < 4; ++e) red[(g + 8 * (e >> 1)) * kW4A4MaxRank + nt * 8 + 2 * t + (e & 1)] = acc[it][e];
+    }
+    cg::this_cluster().sync();
+  }
+  if (slice == 0) {
+#pragma unroll
+    for (int it = 0; it < 2; ++it) {
+      const int nt = warp + 8 * it;
+      if (nt * 8 >= rank) break;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = g + 8 * (e >> 1), j = nt * 8 + 2 * t + (e & 1);
+        float v = acc[it][e];
+        for (int c = 1; c < slices; ++c) v += cg::this_cluster().map_shared_rank(red, c)[i * kW4A4MaxRank + j];
+        const int64_t r = r0 + i;
+        if (r >= a.rows) continue;
+        if (a.x2_f32)
+          static_cast<float*>(a.x2)[r * a.ld_x2 + j] = v;
+        else
+          static_cast<__nv_bfloat16*>(a.x2)[r * a.ld_x2 + j] = __float2bfloat16_rn(v);
+      }
     }
   }
+  if (slices > 1) cg::this_cluster().sync();  // the other CTAs' shared memory outlives rank 0's reads
 }
 
 }  // namespace
@@ -378,7 +410,23 @@ void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
         detail::check_cuda(attr, "w4a4 quantizer", "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
         return;
       }
-      sm90_w4a4_quantize_bf16_pipelined_kernel<<<grid, kThreads, pipelined_smem_bytes(a.rank), stream>>>(a);
+      // The chunks of a row are split over a cluster of up to 8 CTAs (portable size), one slice each.
+      const int64_t chunks = (a.cols + kChunk - 1) / kChunk;
+      const unsigned slices = static_cast<unsigned>(chunks < 8 ? chunks : 8);
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(grid.x, slices, 1);
+      cfg.blockDim = dim3(kThreads, 1, 1);
+      cfg.dynamicSmemBytes = static_cast<size_t>(pipelined_smem_bytes(a.rank));
+      cfg.stream = stream;
+      cudaLaunchAttribute cluster[1];
+      cluster[0].id = cudaLaunchAttributeClusterDimension;
+      cluster[0].val.clusterDim.x = 1;
+      cluster[0].val.clusterDim.y = slices;
+      cluster[0].val.clusterDim.z = 1;
+      cfg.attrs = cluster;
+      cfg.numAttrs = 1;
+      detail::check_cuda(cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_pipelined_kernel, a), "w4a4 quantizer",
+                         "cudaLaunchKernelEx(bf16 quantizer)");
       break;
     }
     case DType::kF16: sm90_w4a4_quantize_kernel<__half><<<grid, kThreads, 0, stream>>>(a); break;
