@@ -15,7 +15,8 @@
 //  * per K tile of 128: the four k32 blocks of A are copied from shared memory and widened, then each
 //    64-wide half runs two wgmma into an s32 tile P (scale-d 0 at a group's first block); after the
 //    group's last block (every half for group 64, the second half for group 128) the warp group
-//    waits for P and promotes it, acc = fma(sw[d,g]·sx[l,g], float(P), acc). The other consumer warp
+//    waits for P and promotes it, acc = fma(sw[d,g]·sx[l,g], float(P), acc) (the scales were loaded
+//    before the group's wgmmas were issued). The other consumer warp
 //    group's wgmmas run while one promotes (no second partial yet: correctness first).
 //  * The kernel allocates the accumulators from CollectiveMainloop::TiledMma, which is shadowed here by
 //    a float-accumulator TiledMma with the same C layout (static_assert), so they are float; the s8
@@ -242,10 +243,12 @@ struct W4A4Mainloop : Base {
           mma_s8.accumulate_ = GMMA::ScaleOut::One;
           warpgroup_commit_batch();
         }
-        warpgroup_wait<0>();
-        warpgroup_fence_operand(part);
-        if (live) promote();
-        warpgroup_fence_operand(accum);
+        if (group_ends) {  // group 128: the first half's wgmmas stay in flight while the second issues
+          warpgroup_wait<0>();
+          warpgroup_fence_operand(part);
+          if (live) promote();
+          warpgroup_fence_operand(accum);
+        }
       }
       // mma_tail (the base's) releases the last stage.
       if (kt + 1 < k_tile_count) cursor.release_one();
