@@ -12,8 +12,8 @@
 //   B = X1 int8 codes [L][ld_x1 >= D1], D = Y [L][ld_y] row-major = the GEMM's [M,N] column-major.
 //
 // mma() (replaces the base's; TMA loads, shared storage, pipeline and mma_tail are CUTLASS's):
-//  * per K tile of 128: the four k32 blocks of A are copied from shared memory and widened, then each
-//    64-wide half runs two wgmma into an s32 tile P (scale-d 0 at a group's first block); after the
+//  * per K tile of 128: the four k32 blocks of A are copied from shared memory and widened (the second
+//    half's while the first half's wgmmas run), and each 64-wide half runs two wgmma into an s32 tile P (scale-d 0 at a group's first block); after the
 //    group's last block (every half for group 64, the second half for group 128) the warp group
 //    waits for P and promotes it, acc = fma(sw[d,g]·sx[l,g], float(P), acc) (the scales were loaded
 //    before the group's wgmmas were issued). The other consumer warp
@@ -221,11 +221,16 @@ struct W4A4Mainloop : Base {
     CUTLASS_PRAGMA_NO_UNROLL
     for (int kt = 0; kt < k_tile_count; ++kt) {
       const int stage = cursor.wait();
-      // A: shared memory -> registers, INT4 -> INT8 (every wgmma of the previous tile is complete).
-      CUTLASS_PRAGMA_UNROLL
-      for (int kb = 0; kb < kBlocks; ++kb) copy(smem_copy_A, tCsA(_, _, kb, stage), tCrA_copy(_, _, kb));
-      CUTLASS_PRAGMA_UNROLL
-      for (int kb = 0; kb < kBlocks; ++kb) Utils::dequantize_A_kblock(tCrA_i4, tCrA, no_extra, kb);
+      // A: shared memory -> registers, INT4 -> INT8, one half (two k32 blocks) at a time; every wgmma
+      // of the previous tile is complete, and the second half is widened while the first half's
+      // wgmmas run (its registers are not theirs).
+      auto widen_half = [&](int h) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int kb = 2 * h; kb < 2 * h + 2; ++kb) copy(smem_copy_A, tCsA(_, _, kb, stage), tCrA_copy(_, _, kb));
+        CUTLASS_PRAGMA_UNROLL
+        for (int kb = 2 * h; kb < 2 * h + 2; ++kb) Utils::dequantize_A_kblock(tCrA_i4, tCrA, no_extra, kb);
+      };
+      widen_half(0);
 
       CUTLASS_PRAGMA_UNROLL
       for (int h = 0; h < 2; ++h) {  // the two 64-wide halves of the K tile
@@ -243,6 +248,7 @@ struct W4A4Mainloop : Base {
           mma_s8.accumulate_ = GMMA::ScaleOut::One;
           warpgroup_commit_batch();
         }
+        if (h == 0) widen_half(1);
         if (group_ends) {  // group 128: the first half's wgmmas stay in flight while the second issues
           warpgroup_wait<0>();
           warpgroup_fence_operand(part);
