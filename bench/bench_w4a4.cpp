@@ -15,6 +15,9 @@
 //     qsgemm_w4a4_layer_unfused   w4a4_quantize_activations (no down-projection) + W4A4 r = 0 +
 //                                 X2 = X·L1ᵀ + Y += X2·L2ᵀ (cuBLASLt bf16)
 //   family "quant_w4a4" (one row per rank r): the quantizer alone; baseline cuda_memcpy_same_bytes.
+// X1 (all families) is in the staging the heuristic's configuration reads (w4a4_plan ->
+// w4a4_x1_dtype: int8 codes for the wgmma prefill kernel, L > 32; packed INT4 for decode), so the
+// quantizer rows time the staging a caller following the plan writes; each row notes which.
 // Extra fields per row: "rank", "group" (64). rel_err of the fused GEMM: float64 reference on sampled
 // tokens x channels of the same quantized operands.
 #include <cublasLt.h>
@@ -120,11 +123,21 @@ double time_baseline(Timer& timer, Baseline& b, const TimeOptions& to, const std
 }
 
 // ‖Y − ref‖/‖ref‖ over sampled tokens x channels of the fused GEMM's output (bf16 y [M,N]).
-double sampled_rel_err(int64_t M, int64_t N, int64_t K, int R, const void* x1, const float* sx, const void* w1,
-                       const float* sw, const void* x2, const void* w2, const void* y, cudaStream_t stream) {
+// x1: packed [M][K/2] or (x1_i8) int8 codes [M][K], packed here for the reference.
+double sampled_rel_err(int64_t M, int64_t N, int64_t K, int R, const void* x1, bool x1_i8, const float* sx,
+                       const void* w1, const float* sw, const void* x2, const void* w2, const void* y,
+                       cudaStream_t stream) {
   const std::vector<int64_t> toks = sample_indices(M, 8), chans = sample_indices(N, 64);
   const int64_t ng = K / kGroup;
-  const std::vector<uint8_t> x1r = download_rows(x1, static_cast<size_t>(K / 2), toks, stream);
+  std::vector<uint8_t> x1r;
+  if (x1_i8) {
+    const std::vector<uint8_t> codes = download_rows(x1, static_cast<size_t>(K), toks, stream);
+    x1r.resize(codes.size() / 2);
+    for (size_t i = 0; i < x1r.size(); ++i)
+      x1r[i] = int4_pack(static_cast<int8_t>(codes[2 * i]), static_cast<int8_t>(codes[2 * i + 1]));
+  } else {
+    x1r = download_rows(x1, static_cast<size_t>(K / 2), toks, stream);
+  }
   const std::vector<uint8_t> w1r = download_rows(w1, static_cast<size_t>(K / 2), chans, stream);
   const std::vector<uint8_t> x2r = R ? download_rows(x2, static_cast<size_t>(R) * 2, toks, stream) : std::vector<uint8_t>();
   const std::vector<uint8_t> w2r = R ? download_rows(w2, static_cast<size_t>(R) * 2, chans, stream) : std::vector<uint8_t>();
@@ -209,7 +222,12 @@ int bench_w4a4(const BenchOptions& options) {
       w4a4_pack_weight(MatrixView(w.get(), DType::kBF16, N, K), kGroup, MatrixView(w1.get(), DType::kI4x2, N, K / 2),
                        sw.as<float>(), stream);
       for (const int64_t M : ms) {
-        DeviceBuffer x(static_cast<size_t>(M * K * 2)), x1(static_cast<size_t>(M * K / 2)),
+        // X1 in the staging the heuristic's configuration reads (int8 codes for the wgmma kernel,
+        // packed INT4 for the decode tile): what a caller following w4a4_plan / w4a4_x1_dtype runs.
+        const DType staging = w4a4_x1_dtype(w4a4_plan(M, N, K, 64, W4A4Options{}, d.sm_count));
+        const bool x1_i8 = staging == DType::kI8;
+        const int64_t x1_bytes = x1_i8 ? M * K : M * K / 2;
+        DeviceBuffer x(static_cast<size_t>(M * K * 2)), x1(static_cast<size_t>(M * K)),
             sx(static_cast<size_t>(ng * M * 4)), xq(static_cast<size_t>(M * K)), sxq(static_cast<size_t>(M * 4)),
             x2(static_cast<size_t>(M * kMaxRank * 2)), y(static_cast<size_t>(M * N * 2));
         fill_bf16(x.get(), static_cast<size_t>(M * K), seed + 3, 2.0f, stream);
@@ -230,8 +248,9 @@ int bench_w4a4(const BenchOptions& options) {
                                                          false, st);
                                 })
                 : NAN;
+        const MatrixView x1v = x1_i8 ? MatrixView(x1.get(), DType::kI8, M, K) : MatrixView(x1.get(), DType::kI4x2, M, K / 2);
         auto gemm = [&](int r, cudaStream_t st) {
-          w4a4_linear(MatrixView(x1.get(), DType::kI4x2, M, K / 2), sx.as<float>(), M,
+          w4a4_linear(x1v, sx.as<float>(), M,
                       MatrixView(w1.get(), DType::kI4x2, N, K / 2), sw.as<float>(), kGroup,
                       MatrixView(x2.get(), DType::kBF16, M, r), MatrixView(w2.get(), DType::kBF16, N, r), {},
                       MatrixView(y.get(), DType::kBF16, M, N), W4A4Options{}, st);
@@ -239,7 +258,7 @@ int bench_w4a4(const BenchOptions& options) {
         auto quant = [&](int r, cudaStream_t st) {
           w4a4_quantize_activations(MatrixView(x.get(), DType::kBF16, M, K), kGroup,
                                     MatrixView(l1.get(), DType::kBF16, r, K),
-                                    MatrixView(x1.get(), DType::kI4x2, M, K / 2), sx.as<float>(), M,
+                                    x1v, sx.as<float>(), M,
                                     MatrixView(x2.get(), DType::kBF16, M, r), st);
         };
         quant(kMaxRank, stream);  // real codes and scales for the timed GEMMs
@@ -267,7 +286,7 @@ int bench_w4a4(const BenchOptions& options) {
           quant(r, stream);
           gemm(r, stream);
           QSB_CHECK_CUDA(cudaStreamSynchronize(stream));
-          const double err = options.check ? sampled_rel_err(M, N, K, r, x1.get(), sx.as<float>(), w1.get(),
+          const double err = options.check ? sampled_rel_err(M, N, K, r, x1.get(), x1_i8, sx.as<float>(), w1.get(),
                                                             sw.as<float>(), x2.get(), w2.get(), y.get(), stream)
                                            : NAN;
           BenchRow row;
@@ -282,9 +301,10 @@ int bench_w4a4(const BenchOptions& options) {
           row.baselines_us.push_back({"qsgemm_w4a4_r0", r0_us});
           row.baselines_us.push_back({"qsgemm_w4a4_unfused", unfused_us});
           if (std::isfinite(bf16_lr_us)) row.baselines_us.push_back({"cublas_bf16_lowrank_unfused", bf16_lr_us});
-          row.bytes_moved = M * K / 2 + N * K / 2 + (M + N) * ng * 4 + (M + N) * r * 2 + M * N * 2;
+          row.bytes_moved = x1_bytes + N * K / 2 + (M + N) * ng * 4 + (M + N) * r * 2 + M * N * 2;
           if (std::isfinite(err)) row.rel_err = err;
           row.extra = {{"rank", r}, {"group", kGroup}};
+          row.add_note(std::string("x1 staging ") + dtype_name(staging));
           row.timing = "graph";
           if (!fp8->available()) row.add_note("cublaslt_fp8_rowwise: " + fp8->unavailable_reason());
           std::printf("%-14s %6lld %4d %-16s %10.1f %10.1f %10.1f %10.1f %10.1f  %.2e\n", layer.name.c_str(),
@@ -293,7 +313,7 @@ int bench_w4a4(const BenchOptions& options) {
 
           // The quantizer alone and the whole layer.
           const double q_us = timer.time_us([&](cudaStream_t st) { quant(r, st); }, to);
-          const size_t q_bytes = static_cast<size_t>(M * K * 2 + M * K / 2 + ng * M * 4 + M * r * 2 + r * K * 2);
+          const size_t q_bytes = static_cast<size_t>(M * K * 2 + x1_bytes + ng * M * 4 + M * r * 2 + r * K * 2);
           std::unique_ptr<Baseline> copy = make_memcpy_same_bytes(q_bytes / 2, stream);
           const double copy_us = timer.time_us([&](cudaStream_t st) { copy->run(st); }, to);
           BenchRow qrow;
@@ -307,6 +327,7 @@ int bench_w4a4(const BenchOptions& options) {
           qrow.baselines_us.push_back({"cuda_memcpy_same_bytes", copy_us});
           qrow.bytes_moved = static_cast<int64_t>(q_bytes);
           qrow.extra = {{"rank", r}, {"group", kGroup}};
+          qrow.add_note(std::string("x1 staging ") + dtype_name(staging));
           qrow.timing = "graph";
           report.rows.push_back(qrow);
 
@@ -319,7 +340,7 @@ int bench_w4a4(const BenchOptions& options) {
           const double layer_unfused_us = timer.time_us(
               [&](cudaStream_t st) {
                 w4a4_quantize_activations(MatrixView(x.get(), DType::kBF16, M, K), kGroup,
-                                          MatrixView(x1.get(), DType::kI4x2, M, K / 2), sx.as<float>(), M, st);
+                                          x1v, sx.as<float>(), M, st);
                 gemm(0, st);
                 if (down) down->run(x.get(), l1.get(), x2.get(), st);
                 if (up) up->run(x2.get(), w2.get(), y.get(), st);

@@ -25,6 +25,7 @@ const char* dtype_name(DType t) noexcept {
     case DType::kE4M3: return "e4m3";
     case DType::kU8: return "u8";
     case DType::kI4x2: return "int4x2";
+    case DType::kI8: return "int8";
   }
   return "unknown";
 }

@@ -55,6 +55,21 @@ int pick_config(int64_t L, int64_t D, int64_t D1, int rank, const W4A4Options& o
   return o.config >= 0 ? o.config : kernels::w4a4_choose(L, D, D1, rank, sm_count);
 }
 
+// The X1 staging a configuration reads, in words (error messages).
+const char* staging_name(DType t) {
+  return t == DType::kI8 ? "int8 codes (DType::kI8 [L, D1])" : "packed INT4 (DType::kI4x2 [L, D1/2])";
+}
+
+// An explicit configuration must read the caller's X1 staging (the heuristic only picks such rows).
+void check_config_reads_x1(const char* fn, int config, DType x1) {
+  const DType want = kernels::kW4A4Configs[config].x1_dtype();
+  if (want != x1)
+    detail::fail(fn, Status::kInvalidArgument, "x1",
+                 detail::cat("config ", kernels::kW4A4Configs[config].name(), " reads X1 as ", staging_name(want),
+                             " but x1 is ", dtype_name(x1), "; quantize X1 with w4a4_x1_dtype(config) (",
+                             dtype_name(want), ")"));
+}
+
 }  // namespace
 
 // ---- configurations ------------------------------------------------------------------------------
@@ -80,6 +95,15 @@ int w4a4_choose_config(int64_t L, int64_t D, int64_t D1, int rank, int sm_count)
   return kernels::w4a4_choose(L, D, D1, rank, sm_count);
 }
 
+DType w4a4_x1_dtype(int config) {
+  if (config < 0 || config >= kernels::kW4A4NumConfigs)
+    detail::fail("w4a4_x1_dtype", Status::kInvalidArgument, "config",
+                 detail::cat("config index ", config, " is outside [0, ", kernels::kW4A4NumConfigs, ")"));
+  return kernels::kW4A4Configs[config].x1_dtype();
+}
+
+DType w4a4_x1_dtype(const LinearPlan& plan) { return w4a4_x1_dtype(plan.config); }
+
 LinearPlan w4a4_plan(int64_t L, int64_t D, int64_t D1, int rank, const W4A4Options& options, int sm_count) {
   const char* fn = "w4a4_plan";
   if (L < 0 || D <= 0 || D1 <= 0)
@@ -96,9 +120,13 @@ void w4a4_linear(const MatrixView& x1, const float* x_scale, int64_t ld_x_scale,
                  const float* w_scale, int group, const MatrixView& x2, const MatrixView& w2, const VectorView& bias,
                  const MatrixView& y, const W4A4Options& options, cudaStream_t stream) {
   const char* fn = "w4a4_linear";
-  detail::check_matrix(fn, "x1", x1, {DType::kI4x2}, -1, -1, 16);
-  const int64_t L = x1.rows, D1 = 2 * x1.cols;
-  detail::check_matrix(fn, "w1", w1, {DType::kI4x2}, -1, x1.cols, 16);
+  // x1: packed INT4 [L, D1/2] or int8 codes [L, D1] (docs/formats.md §5); w1 is always packed.
+  detail::check_matrix(fn, "x1", x1, {DType::kI4x2, DType::kI8}, -1, -1, 16);
+  const bool x1_i8 = x1.dtype == DType::kI8;
+  const int64_t L = x1.rows, D1 = x1_i8 ? x1.cols : 2 * x1.cols;
+  if (x1_i8 && D1 % 2 != 0)
+    detail::fail(fn, Status::kInvalidArgument, "x1", detail::cat("x1 (int8) has ", D1, " columns: D1 must be even"));
+  detail::check_matrix(fn, "w1", w1, {DType::kI4x2}, -1, D1 / 2, 16);
   const int64_t D = w1.rows;
   check_group(fn, group, D1);
   if (D <= 0 || D % 8 != 0)
@@ -124,6 +152,7 @@ void w4a4_linear(const MatrixView& x1, const float* x_scale, int64_t ld_x_scale,
                  detail::cat("ld_x_scale=", ld_x_scale, " x ", ng, " groups exceeds ", kMaxExtent, " scales"));
   const bool has_bias = detail::check_bias(fn, bias, D, y.dtype);
   check_options(fn, options);
+  if (options.config >= 0) check_config_reads_x1(fn, options.config, x1.dtype);
   detail::check_ptr(fn, "w_scale", w_scale, 4);
   if (L == 0) return;
   detail::check_ptr(fn, "x_scale", x_scale, 4);
@@ -139,7 +168,11 @@ void w4a4_linear(const MatrixView& x1, const float* x_scale, int64_t ld_x_scale,
       detail::ByteRange{});
 
   const detail::LaunchDevice dev = detail::launch_device(fn, stream);
-  const int config = pick_config(L, D, D1, static_cast<int>(r), options, dev.sm_count);
+  // The heuristic picks among the rows that read the caller's X1 staging (w4a4_choose_for_x1).
+  const int config = options.config >= 0
+                         ? options.config
+                         : kernels::w4a4_choose_for_x1(L, D, D1, static_cast<int>(r), dev.sm_count, x1.dtype);
+  check_config_reads_x1(fn, config, x1.dtype);
 
   kernels::W4A4GemmArgs a;
   a.x1 = static_cast<const uint8_t*>(x1.data);
@@ -167,13 +200,16 @@ void w4a4_linear(const MatrixView& x1, const float* x_scale, int64_t ld_x_scale,
   a.D = D;
   a.D1 = D1;
   a.group = group;
+  a.device = dev.device;
+  a.sm_count = dev.sm_count;
+  const bool wgmma = kernels::kW4A4Configs[config].kernel == kernels::W4A4Kernel::kWgmma;
   switch (y.dtype) {
-    case DType::kBF16: kernels::run_w4a4_gemm_bf16(a, config, stream); break;
-    case DType::kF16: kernels::run_w4a4_gemm_f16(a, config, stream); break;
-    case DType::kF32: kernels::run_w4a4_gemm_f32(a, config, stream); break;
+    case DType::kBF16: wgmma ? kernels::run_w4a4_wgmma_bf16(a, config, stream) : kernels::run_w4a4_gemm_bf16(a, config, stream); break;
+    case DType::kF16: wgmma ? kernels::run_w4a4_wgmma_f16(a, config, stream) : kernels::run_w4a4_gemm_f16(a, config, stream); break;
+    case DType::kF32: wgmma ? kernels::run_w4a4_wgmma_f32(a, config, stream) : kernels::run_w4a4_gemm_f32(a, config, stream); break;
     default: detail::fail(fn, Status::kInternal, "y", detail::cat("no kernel for output dtype ", dtype_name(y.dtype)));
   }
-  detail::check_launch(fn, "sm90_w4a4_gemm");
+  detail::check_launch(fn, wgmma ? "sm90_w4a4_wgmma" : "sm90_w4a4_gemm");
 }
 
 // ---- the weight packer -------------------------------------------------------------------------------
@@ -245,7 +281,9 @@ void w4a4_quantize_activations(const MatrixView& x, int group, const MatrixView&
   const int64_t L = x.rows, D1 = x.cols;
   check_group(fn, group, D1);
   check_extents(fn, L, 0, D1);
-  detail::check_matrix(fn, "x1", x1, {DType::kI4x2}, L, D1 / 2, 16);
+  // x1: packed INT4 [L, D1/2] or the int8 staging [L, D1] (the same codes, one per byte).
+  detail::check_dtype(fn, "x1", x1.dtype, {DType::kI4x2, DType::kI8});
+  detail::check_matrix(fn, "x1", x1, {DType::kI4x2, DType::kI8}, L, x1.dtype == DType::kI8 ? D1 : D1 / 2, 16);
   const int64_t r = lora_down.rows;
   check_rank(fn, "lora_down", r);
   if (r > 0) {
@@ -286,6 +324,7 @@ void w4a4_quantize_activations(const MatrixView& x, int group, const MatrixView&
   a.group = group;
   a.q = static_cast<uint8_t*>(x1.data);
   a.ldq = x1.ld;
+  a.q_i8 = x1.dtype == DType::kI8;
   a.scales = x_scale;
   a.s_row = 1;
   a.s_grp = ld_x_scale;

@@ -218,17 +218,18 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
 }
 
 // `qsgemm tune w4a4`: every configuration of the W4A4 + low-rank table on Y[M,N] = X1[M,K]·W1[N,K]ᵀ
-// + X2[M,r]·W2[N,r]ᵀ (bf16 output; --rank r, default 64; --group 64|128, default 64).
+// + X2[M,r]·W2[N,r]ᵀ (bf16 output; --rank r, default 64; --group 64|128, default 64). Each
+// configuration reads X1 in its own staging (w4a4_x1_dtype: packed INT4 or int8 codes).
 int tune_w4a4(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_count) {
   using namespace qsgemm::bench;
   const int64_t R = arg_int(argc, argv, "--rank", 64), G = arg_int(argc, argv, "--group", 64);
   cudaStream_t stream;
   cudaStreamCreate(&stream);
   const int64_t ng = K / std::max<int64_t>(G, 1);
-  DeviceBuffer x1(static_cast<size_t>(M * K / 2 + 16)), w1(static_cast<size_t>(N * K / 2 + 16)),
+  DeviceBuffer x1(static_cast<size_t>(M * K + 16)), w1(static_cast<size_t>(N * K / 2 + 16)),
       sx(static_cast<size_t>(4 * std::max<int64_t>(M * ng, 1))), sw(static_cast<size_t>(4 * std::max<int64_t>(N * ng, 1))),
       x2(static_cast<size_t>(2 * M * R + 16)), w2(static_cast<size_t>(2 * N * R + 16)), y(static_cast<size_t>(2 * M * N));
-  fill_e4m3(x1.get(), static_cast<size_t>(M * K / 2), 1, stream);  // any bytes are valid INT4 pairs
+  fill_e4m3(x1.get(), static_cast<size_t>(M * K), 1, stream);  // any bytes: valid INT4 pairs / int8 codes
   fill_e4m3(w1.get(), static_cast<size_t>(N * K / 2), 2, stream);
   fill_f32(sx.as<float>(), static_cast<size_t>(M * ng), 3, 0.01f, 0.02f, stream);
   fill_f32(sw.as<float>(), static_cast<size_t>(N * ng), 4, 0.01f, 0.02f, stream);
@@ -248,7 +249,9 @@ int tune_w4a4(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_cou
       [&](int i, cudaStream_t st) {
         W4A4Options opt;
         opt.config = i;
-        w4a4_linear(MatrixView(x1.get(), DType::kI4x2, M, K / 2), sx.as<float>(), M,
+        const bool i8 = w4a4_x1_dtype(i) == DType::kI8;  // the staging this configuration reads
+        w4a4_linear(i8 ? MatrixView(x1.get(), DType::kI8, M, K) : MatrixView(x1.get(), DType::kI4x2, M, K / 2),
+                    sx.as<float>(), M,
                     MatrixView(w1.get(), DType::kI4x2, N, K / 2), sw.as<float>(), static_cast<int>(G),
                     MatrixView(x2.get(), DType::kBF16, M, R), MatrixView(w2.get(), DType::kBF16, N, R), {},
                     MatrixView(y.get(), DType::kBF16, M, N), opt, st);

@@ -8,12 +8,24 @@
 // low-rank factors (r = 0, 16, ..., 128). In SVDQuant, X2 = X·L1ᵀ is the down-projection of the
 // unquantized activation and W2 = L2 the up-projection; for LoRA they are the adapter's factors.
 //
-// Kernel (src/kernels/sm90/w4a4/sm90_w4a4_gemm.cuh): INT4 is stored, INT8 is multiplied. Each thread
-// widens nibbles to bytes in registers (two instructions per four values), `mma.sync` m16n8k32
-// s8·s8 → s32 gives every group's exact integer sum, which is promoted once per group into float32
-// accumulators (acc += sx·sw·sum); after the K loop the low-rank term runs as bf16 `mma.sync`
-// m16n8k16 K-steps into the same float32 accumulators, and one epilogue adds the bias and converts.
-// No second kernel, no extra pass over Y. Any L >= 1; partial tiles are predicated.
+// Kernels: INT4 is stored, INT8 is multiplied, every group's integer sum is exact (s32) and promoted
+// once per group into float32 accumulators (acc += sx·sw·sum); after the K loop the low-rank term
+// runs as bf16 MMAs into the same float32 accumulators, and one epilogue adds the bias and converts.
+// No second kernel, no extra pass over Y. Any L >= 1; partial tiles are predicated. Two kernels:
+//  * prefill (the heuristic's choice for L > 32): src/kernels/sm90/w4a4/sm90_w4a4_wgmma.cuh, CUTLASS's
+//    TMA warp-specialized mixed-input mainloop with s8·s8 → s32 `wgmma`; the INT4 weight is widened
+//    in registers, the activations are read as int8 codes (the "int8 staging" of X1, below);
+//  * decode (L <= 32) and the older tiles: src/kernels/sm90/w4a4/sm90_w4a4_gemm.cuh, `mma.sync`
+//    m16n8k32 s8 on nibbles of both operands widened in registers; X1 packed INT4.
+//
+// X1 staging (docs/formats.md §5): the activation quantizer writes X1 either packed (DType::kI4x2,
+// [L, D1/2] bytes) or as int8 codes (DType::kI8, [L, D1], one code per byte, the same codes). Each
+// configuration reads one of them (w4a4_x1_dtype). Typical use:
+//     LinearPlan p = w4a4_plan(L, D, D1, r, {}, 0);       // the configuration the heuristic picks
+//     DType s = w4a4_x1_dtype(p);                            // kI8 for L > 32, kI4x2 for decode
+//     w4a4_quantize_activations(x, group, l1, x1_as_s, ...); w4a4_linear(x1_as_s, ...);
+// w4a4_linear with options.config == -1 picks among the configurations that read x1's dtype, so
+// either staging always runs (packed X1 at L > 32 takes the slower mma.sync tiles).
 //
 // Every entry point validates its operands before it touches the GPU and throws qsgemm::Error naming
 // the operand and the values (qsgemm/error.h). All functions are stream-ordered and never allocate,
@@ -56,23 +68,35 @@ int w4a4_num_configs();
 std::string w4a4_config_name(int index);
 // The index of the configuration named `name`; kInvalidArgument listing the valid names otherwise.
 int w4a4_config_index(const std::string& name);
-// The configuration w4a4_linear runs when options.config == -1 (pure heuristic,
-// src/w4a4_heuristic.h). sm_count > 0, L >= 0, D > 0 (kInvalidArgument otherwise).
+// The configuration the heuristic prefers over the whole table (src/w4a4_heuristic.h): L <= 32 the
+// mma.sync decode tile (X1 kI4x2), else the wgmma prefill kernel (X1 kI8). w4a4_linear with
+// options.config == -1 runs this one when x1 has the dtype it reads (w4a4_x1_dtype), else the
+// heuristic's choice among the rows reading x1's dtype. sm_count > 0, L >= 0, D > 0
+// (kInvalidArgument otherwise).
 int w4a4_choose_config(int64_t L, int64_t D, int64_t D1, int rank, int sm_count);
+// The X1 dtype configuration `config` reads: DType::kI4x2 (packed, [L, D1/2] bytes) or DType::kI8
+// (int8 codes, [L, D1]). kInvalidArgument for an index outside the table.
+DType w4a4_x1_dtype(int config);
+// The X1 dtype the plan's configuration reads: quantize the activations into this staging.
+DType w4a4_x1_dtype(const LinearPlan& plan);
 
 // The options of w4a4_linear (qsgemm/linear.h):
 //   config: -1 (the heuristic) or an index of the table; every configuration gives the same result
-//     up to float32 rounding (the integer part is exact in all of them).
+//     up to float32 rounding (the integer part is exact in all of them). An explicit configuration
+//     must read x1's dtype (w4a4_x1_dtype(config)): kInvalidArgument naming both otherwise.
 //   split_k: 0 or 1 (no K split in this family yet; 2..16 is kInvalidArgument).
 //   workspace: not used (a non-null one must still be 16-byte aligned).
 struct W4A4Options : LinearOptions {};
 
-// The plan w4a4_linear runs: the configuration, split_k = 1, no workspace. sm_count 0: the current
+// The plan w4a4_linear runs for an X1 in the staging w4a4_x1_dtype(plan) reads: the configuration
+// (w4a4_choose_config, or options.config), split_k = 1, no workspace. sm_count 0: the current
 // device's (kUnsupported when there is none). Same option errors as w4a4_linear.
 LinearPlan w4a4_plan(int64_t L, int64_t D, int64_t D1, int rank, const W4A4Options& options, int sm_count = 0);
 
 // ---- the fused GEMM ----------------------------------------------------------------------------
-//   x1:      kI4x2 [L, D1/2] bytes (packed activation codes), rules above.
+//   x1:      the activation codes, either kI4x2 [L, D1/2] bytes (packed) or kI8 [L, D1] (int8
+//            staging, one code in -8..7 per byte); base 16-byte aligned, ld (bytes) % 16 == 0 (TMA
+//            rows for the wgmma kernel). The configuration must read this dtype (see config above).
 //   x_scale: float, M-major [D1/group][ld_x_scale], ld_x_scale >= L; non-null when L > 0.
 //   w1:      kI4x2 [D, D1/2] bytes (packed weight codes), rules above.
 //   w_scale: float, row-major [D][D1/group]; non-null.
@@ -106,8 +130,10 @@ void w4a4_pack_weight(const MatrixView& w, int group, const MatrixView& w_packed
 
 // ---- the activation quantizer, low-rank down-projection fused -----------------------------------
 // Reads X [L, D1] once and writes:
-//   x1:      kI4x2 [L, D1/2] packed codes (the GEMM's x1; the same rule as the packer's codes:
-//            bit-identical to ref::quantize_int4_groups row by row);
+//   x1:      the codes (the same rule as the packer's: bit-identical to ref::quantize_int4_groups
+//            row by row), by x1's dtype: kI4x2 [L, D1/2] packed, or kI8 [L, D1] the int8 staging
+//            (code q as the byte q, two's complement; byte k of a row = the unpacked nibble k of
+//            the packed form). Base 16-byte aligned, ld (bytes) % 16 == 0. Use w4a4_x1_dtype(plan).
 //   x_scale: float M-major [D1/group][ld_x_scale], ld_x_scale >= L, 4-byte aligned;
 //   x2:      X·L1ᵀ, [L, r], bf16 or fp32 (16-byte aligned base and rows), from the unquantized X,
 //            accumulated in float32 (bf16 X: tensor-core MMAs; fp16 / fp32 X: FMAs in ascending k),

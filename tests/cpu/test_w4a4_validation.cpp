@@ -159,7 +159,51 @@ TEST(W4A4Validation, ScalesBiasOptions) {
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "does not split K", "options.split_k");
   c = Case{};
   c.opt.config = w4a4_num_configs();
-  expect_error([&] { c.run(); }, Status::kInvalidArgument, "is outside [-1, 4)", "options.config");
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "is outside [-1, 5)", "options.config");
+}
+
+// X1 in either staging: packed INT4 [L, D1/2] or int8 codes [L, D1]; an explicit configuration must
+// read the staging it is given (the heuristic only picks such rows).
+TEST(W4A4Validation, X1Staging) {
+  const int wg = w4a4_config_index("128x128x128_wgmma_coop"), sq = w4a4_config_index("128x128x128_w2x4");
+  Case c;
+  c.x1 = MatrixView(addr(0x100000), DType::kI8, 16, 512);
+  c.x1.rows = c.y.rows = c.x2.rows = 0;  // L = 0: validated, then a no-op (no GPU on this machine)
+  EXPECT_NO_THROW(c.run());
+  c.opt.config = wg;
+  EXPECT_NO_THROW(c.run());
+  c.opt.config = sq;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "config 128x128x128_w2x4 reads X1 as packed INT4 (DType::kI4x2 [L, D1/2]) but x1 is int8", "x1");
+  c = Case{};
+  c.x1.rows = c.y.rows = c.x2.rows = 0;
+  c.opt.config = wg;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "config 128x128x128_wgmma_coop reads X1 as int8 codes (DType::kI8 [L, D1]) but x1 is int4x2", "x1");
+  // int8 X1: D1 = its columns; w1 must then have D1/2 bytes per row.
+  c = Case{};
+  c.x1 = MatrixView(addr(0x100000), DType::kI8, 16, 256);
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "has 256 columns, expected 128", "w1");
+  // 16-byte rows (TMA): ld in bytes.
+  c = Case{};
+  c.x1 = MatrixView(addr(0x100000), DType::kI8, 16, 512, 520);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "ld=520 (520 bytes) must be a multiple of 16 bytes", "x1");
+  c = Case{};
+  c.x1 = MatrixView(addr(0x100004), DType::kI8, 16, 512);
+  expect_error([&] { c.run(); }, Status::kMisaligned, "must be 16-byte aligned", "x1");
+  // Which staging each configuration reads.
+  for (int i = 0; i < w4a4_num_configs(); ++i)
+    EXPECT_EQ(w4a4_x1_dtype(i), kernels::kW4A4Configs[i].kernel == kernels::W4A4Kernel::kWgmma ? DType::kI8
+                                                                                               : DType::kI4x2);
+  EXPECT_EQ(w4a4_x1_dtype(wg), DType::kI8);
+  EXPECT_EQ(w4a4_x1_dtype(sq), DType::kI4x2);
+  expect_error([] { w4a4_x1_dtype(-1); }, Status::kInvalidArgument, "outside", "config");
+  expect_error([] { w4a4_x1_dtype(w4a4_num_configs()); }, Status::kInvalidArgument, "outside", "config");
+  W4A4Options o;
+  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(2048, 4096, 4096, 64, o, 132)), DType::kI8);
+  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(16, 4096, 4096, 64, o, 132)), DType::kI4x2);
+  EXPECT_STREQ(dtype_name(DType::kI8), "int8");
+  EXPECT_EQ(dtype_size(DType::kI8), 1);
 }
 
 TEST(W4A4Validation, OverlappingOutput) {
@@ -229,6 +273,15 @@ TEST(W4A4Validation, QuantizerRules) {
                Status::kInvalidArgument, "overlaps x1", "x2");
   expect_error([&] { run(x, 64, l1, x1, reinterpret_cast<float*>(0x200000 + 64), 16, x2); },
                Status::kInvalidArgument, "overlaps lora_down", "x_scale");
+  // The int8 staging: [L, D1], one code per byte, 16-byte rows.
+  expect_error([&] { run(x, 64, l1, MatrixView(addr(0x300000), DType::kI8, 16, 256), sx, 16, x2); },
+               Status::kInvalidArgument, "has 256 columns, expected 512", "x1");
+  expect_error([&] { run(x, 64, l1, MatrixView(addr(0x300000), DType::kI8, 16, 512, 520), sx, 16, x2); },
+               Status::kMisaligned, "must be a multiple of 16 bytes", "x1");
+  expect_error([&] { run(x, 64, l1, MatrixView(addr(0x300000), DType::kU8, 16, 512), sx, 16, x2); },
+               Status::kInvalidArgument, "dtype u8 is not accepted", "x1");
+  EXPECT_NO_THROW(w4a4_quantize_activations(MatrixView(addr(0x100000), DType::kBF16, 0, 512), 64,
+                                            MatrixView(addr(0x300000), DType::kI8, 0, 512), sx, 0, nullptr));
   // The entry point without the down-projection applies the same rules.
   expect_error([&] { w4a4_quantize_activations(x, 64, x1, sx, 15, nullptr); }, Status::kInvalidArgument,
                "ld_x_scale=15 must be >= L=16", "x_scale");
@@ -264,11 +317,21 @@ TEST(W4A4Validation, PackerRulesBeforeDevice) {
 TEST(W4A4Configs, TableAndNames) {
   ASSERT_EQ(w4a4_num_configs(), kernels::kW4A4NumConfigs);
   std::set<std::string> names;
+  int wgmma_rows = 0;
   for (int i = 0; i < w4a4_num_configs(); ++i) {
     const auto& c = kernels::kW4A4Configs[i];
     const std::string n = w4a4_config_name(i);
     EXPECT_TRUE(names.insert(n).second) << n;
     EXPECT_EQ(w4a4_config_index(n), i);
+    if (c.kernel == kernels::W4A4Kernel::kWgmma) {  // CUTLASS's cooperative tile: 2 consumer warp groups
+      ++wgmma_rows;
+      EXPECT_EQ(n, std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x128_wgmma_coop");
+      EXPECT_EQ(c.x1_dtype(), DType::kI8) << n;
+      EXPECT_EQ(c.tile_m, 128) << n << ": the one instantiated wgmma tile (sm90_w4a4_wgmma_<dtype>.cu)";
+      EXPECT_EQ(c.tile_n, 128) << n;
+      continue;
+    }
+    EXPECT_EQ(c.x1_dtype(), DType::kI4x2) << n;
     EXPECT_EQ(n, std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x128_w" + std::to_string(c.warps_m) +
                      "x" + std::to_string(c.warps_n) + (c.k_slices == 1 ? "" : "_k" + std::to_string(c.k_slices)) +
                      (c.stages == 3 ? "" : "_s" + std::to_string(c.stages)));
@@ -278,23 +341,43 @@ TEST(W4A4Configs, TableAndNames) {
     EXPECT_EQ(c.tile_n % (8 * c.warps_n), 0) << n;
     EXPECT_LE(c.stages * (c.tile_m + c.tile_n) * 64, 48 * 1024) << n << ": the stages in static shared memory";
   }
+  EXPECT_EQ(wgmma_rows, 1);
   expect_error([] { w4a4_config_name(-1); }, Status::kInvalidArgument, "outside", "index");
   expect_error([] { w4a4_config_index("nope"); }, Status::kInvalidArgument, "128x128x128_w2x4", "name");
 }
 
+// The whole table: decode sizes the mma.sync decode tile (packed X1), larger L the wgmma kernel.
+TEST(W4A4Heuristic, DecodeThenWgmma) {
+  const int dec = w4a4_config_index("32x32x128_w1x2_k4_s8"), wg = w4a4_config_index("128x128x128_wgmma_coop");
+  for (int64_t L : {0, 1, 16, 32}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), dec) << L;
+  for (int64_t L : {33, 64, 128, 256, 2048, 8192}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), wg) << L;
+  EXPECT_EQ(w4a4_choose_config(64, 256, 4096, 0, 132), wg);
+  expect_error([] { w4a4_choose_config(1, 4096, 4096, 0, 0); }, Status::kInvalidArgument, "sm_count=0", "sm_count");
+  W4A4Options o;
+  EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, wg);
+  EXPECT_EQ(w4a4_plan(32, 4096, 4096, 64, o, 132).config, dec);
+  // int8 X1: the wgmma row at every L (the only row that reads it).
+  for (int64_t L : {1, 32, 33, 4096})
+    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 4096, 4096, 64, 132, DType::kI8), wg) << L;
+}
+
+// Packed X1 (what w4a4_linear's heuristic uses for a kI4x2 x1): the mma.sync tiles by wave count.
 TEST(W4A4Heuristic, DecodeNarrowSquare) {
   const int dec = w4a4_config_index("32x32x128_w1x2_k4_s8"), small = w4a4_config_index("32x64x128_w1x4"),
             nar = w4a4_config_index("64x128x128_w2x4"), sq = w4a4_config_index("128x128x128_w2x4");
-  for (int64_t L : {0, 1, 16, 32}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), dec) << L;
-  EXPECT_EQ(w4a4_choose_config(33, 4096, 4096, 64, 132), small);   // 2 x 64 = 128 CTAs >= 99
-  EXPECT_EQ(w4a4_choose_config(128, 4096, 4096, 64, 132), small);  // 64x128: 2 x 32 = 64 < 99
-  EXPECT_EQ(w4a4_choose_config(256, 4096, 4096, 64, 132), nar);    // 4 x 32 = 128
-  EXPECT_EQ(w4a4_choose_config(512, 4096, 4096, 0, 132), sq);      // 4 x 32 = 128
-  EXPECT_EQ(w4a4_choose_config(2048, 4096, 4096, 64, 132), sq);    // 16 x 32 = 512
-  EXPECT_EQ(w4a4_choose_config(64, 256, 4096, 64, 132), dec);      // 32x64: 2 x 4 = 8 CTAs; decode 16
-  expect_error([] { w4a4_choose_config(1, 4096, 4096, 0, 0); }, Status::kInvalidArgument, "sm_count=0", "sm_count");
+  auto packed = [](int64_t L, int64_t D, int rank) {
+    return kernels::w4a4_choose_for_x1(L, D, 4096, rank, 132, DType::kI4x2);
+  };
+  for (int64_t L : {0, 1, 16, 32}) EXPECT_EQ(packed(L, 4096, 64), dec) << L;
+  EXPECT_EQ(packed(33, 4096, 64), small);   // 2 x 64 = 128 CTAs >= 99
+  EXPECT_EQ(packed(128, 4096, 64), small);  // 64x128: 2 x 32 = 64 < 99
+  EXPECT_EQ(packed(256, 4096, 64), nar);    // 4 x 32 = 128
+  EXPECT_EQ(packed(512, 4096, 0), sq);      // 4 x 32 = 128
+  EXPECT_EQ(packed(2048, 4096, 64), sq);    // 16 x 32 = 512
+  EXPECT_EQ(packed(64, 256, 64), dec);      // 32x64: 2 x 4 = 8 CTAs; decode 16
   W4A4Options o;
-  EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, sq);
+  const int wg = w4a4_config_index("128x128x128_wgmma_coop");
+  EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, wg);
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).split_k, 1);
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).workspace_bytes, 0u);
   o.config = dec;

@@ -6,7 +6,9 @@
 //    ref::gemm_w4a4_lowrank on the same quantized operands (relative Frobenius and every element) for
 //    L = 1..33, 64, 65, 127, 128, 129, 1000, 4099, K not a multiple of the 128-wide K tile, every rank
 //    of {0, 16, 32, 64, 128}, every output dtype, bias, padded leading dimensions, poisoned outputs;
-//  * the whole layer: quantizer + packer + GEMM composed.
+//  * the whole layer: quantizer + packer + GEMM composed, with either X1 staging;
+//  * the int8 X1 staging: the quantizer's int8 codes equal the unpacked packed codes bit for bit, and
+//    every configuration runs with the staging it reads (w4a4_x1_dtype).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,6 +35,15 @@ std::vector<uint8_t> random_codes(int64_t rows, int64_t cols, int64_t ld, std::m
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; c += 2) p[r * ld + c / 2] = int4_pack(d(rng), d(rng));
   return p;
+}
+// The int8 staging of a pitched packed matrix: byte c of row r = the signed nibble c (docs/formats.md
+// §5), row pitch ld8 bytes (>= cols; the padding poisoned with 0x5A, never read).
+std::vector<uint8_t> int8_staging(const std::vector<uint8_t>& p, int64_t rows, int64_t cols, int64_t ld, int64_t ld8) {
+  std::vector<uint8_t> q(static_cast<size_t>(rows * ld8), 0x5A);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      q[r * ld8 + c] = static_cast<uint8_t>(static_cast<int8_t>(int4_unpack(p[r * ld + c / 2], static_cast<int>(c & 1))));
+  return q;
 }
 // Dense copy [rows][cols/2] of a pitched packed matrix (the reference's layout).
 std::vector<uint8_t> dense_codes(const std::vector<uint8_t>& p, int64_t rows, int64_t cols, int64_t ld) {
@@ -69,6 +80,9 @@ struct Problem {
   int config = -1;
   bool small_integers = false;  // exact check: unit scales, codes in -3..3, integer low-rank factors
   int64_t pad = 0;              // extra elements / bytes on every leading dimension
+  // The X1 staging: kU8 = the one the configuration reads (config -1: the plan's, w4a4_x1_dtype),
+  // else kI4x2 (packed) or kI8 (int8 codes).
+  DType x1 = DType::kU8;
 };
 
 void run_problem(const Problem& p, std::mt19937& rng) {
@@ -142,7 +156,18 @@ void run_problem(const Problem& p, std::mt19937& rng) {
 
   W4A4Options opt;
   opt.config = p.config;
-  ASSERT_NO_THROW(w4a4_linear(MatrixView(d_x1.get(), DType::kI4x2, L, D1 / 2, ld_x1), d_sx.get(), ld_sx,
+  // X1 in the staging the configuration reads (or the one asked for): packed as generated, or the
+  // int8 codes of the same values.
+  const DType x1_dtype = p.x1 != DType::kU8 ? p.x1
+                         : p.config >= 0    ? w4a4_x1_dtype(p.config)
+                                            : w4a4_x1_dtype(w4a4_plan(L, D, D1, static_cast<int>(R), opt));
+  SCOPED_TRACE(std::string("x1 ") + dtype_name(x1_dtype));
+  const int64_t ld_x1_i8 = D1 + 16 * (p.pad > 0);
+  DeviceBuffer<uint8_t> d_x1_i8(x1_dtype == DType::kI8 ? static_cast<size_t>(L * ld_x1_i8) : 1);
+  if (x1_dtype == DType::kI8) d_x1_i8.upload(int8_staging(x1, L, D1, ld_x1, ld_x1_i8));
+  const MatrixView x1v = x1_dtype == DType::kI8 ? MatrixView(d_x1_i8.get(), DType::kI8, L, D1, ld_x1_i8)
+                                                : MatrixView(d_x1.get(), DType::kI4x2, L, D1 / 2, ld_x1);
+  ASSERT_NO_THROW(w4a4_linear(x1v, d_sx.get(), ld_sx,
                               MatrixView(d_w1.get(), DType::kI4x2, D, D1 / 2, ld_w1), d_sw.get(), p.group,
                               MatrixView(R > 0 ? d_x2.get() : nullptr, DType::kBF16, L, R, ld_x2),
                               MatrixView(R > 0 ? d_w2.get() : nullptr, DType::kBF16, D, R, ld_w2), bias,
@@ -245,6 +270,20 @@ TEST_F(W4A4Gpu, EveryConfigEveryRank) {
       }
 }
 
+// The heuristic follows the caller's X1 staging: packed X1 at prefill sizes runs the mma.sync tiles,
+// int8 X1 the wgmma kernel also at decode sizes.
+TEST_F(W4A4Gpu, HeuristicRunsEitherStaging) {
+  std::mt19937 rng(2608);
+  for (DType x1 : {DType::kI4x2, DType::kI8})
+    for (int64_t L : {5, 300}) {
+      Problem p{L, 392, 640, 64, 32, DType::kBF16};
+      p.x1 = x1;
+      p.bias = L == 300;
+      run_problem(p, rng);
+      if (HasFailure()) return;
+    }
+}
+
 // The seed layer's proportions at a reduced size, with the heuristic's pick (large K).
 TEST_F(W4A4Gpu, LongK) {
   std::mt19937 rng(2604);
@@ -253,6 +292,25 @@ TEST_F(W4A4Gpu, LongK) {
     run_problem(p, rng);
     Problem q{2, 512, 4096, group, 64, DType::kBF16};
     run_problem(q, rng);
+  }
+}
+
+// The wgmma kernel's persistent tile order (mma() replays the scheduler): more 128x128 tiles than
+// SMs (12 x 21 = 252 and 9 x 17 = 153 against 132), so CTAs compute several; D and L not multiples
+// of the tile; exact, then against the reference.
+TEST_F(W4A4Gpu, WgmmaManyTilesPerCta) {
+  std::mt19937 rng(2609);
+  const int wg = w4a4_config_index("128x128x128_wgmma_coop");
+  Problem e{1500, 2600, 640, 64, 16, DType::kF32};
+  e.config = wg;
+  e.small_integers = true;
+  run_problem(e, rng);
+  for (int group : {64, 128}) {
+    Problem p{1100, 2056, group == 64 ? 1088 : 1152, group, 64, DType::kBF16};
+    p.config = wg;
+    p.bias = group == 128;
+    run_problem(p, rng);
+    if (HasFailure()) return;
   }
 }
 
@@ -436,9 +494,75 @@ TEST_F(W4A4Gpu, QuantizerBitIdenticalWithFusedDownProjection) {
     }
 }
 
+// The int8 staging of the quantizer: byte k of a row = the signed code k of the packed output (the same
+// codes, bit for bit, and the same scales, X2), for every input dtype, both groups, with and without
+// the fused down-projection; padding bytes untouched.
+TEST_F(W4A4Gpu, QuantizerInt8StagingEqualsUnpackedCodes) {
+  std::mt19937 rng(2610);
+  int i = 0;
+  for (int64_t L : {1, 33, 130})
+    for (DType t : {DType::kBF16, DType::kF32, DType::kF16}) {
+      const int group = i % 2 ? 128 : 64;
+      const int R = i % 3 == 0 ? 0 : 32;
+      ++i;
+      SCOPED_TRACE("L=" + std::to_string(L) + " " + dtype_name(t) + " group " + std::to_string(group) + " r " +
+                   std::to_string(R));
+      const int64_t D1 = group == 64 ? 448 : 384, ld = D1 + 8;
+      Input in = make_input(L, D1, ld, t, rng, group);
+      std::vector<float> l1f = random_floats(static_cast<size_t>(R * D1), rng, 0.5f);
+      std::vector<uint16_t> l1h = to_bf16(l1f);
+      const int64_t ng = D1 / group, ld_s = L + 3, ldq = D1 / 2 + 16, ld8 = D1 + 32;
+      DeviceBuffer<uint8_t> d_x(in.raw.size()), d_q(static_cast<size_t>(L * ldq)), d_q8(static_cast<size_t>(L * ld8));
+      DeviceBuffer<float> d_s(static_cast<size_t>(ng * ld_s)), d_s8(static_cast<size_t>(ng * ld_s));
+      DeviceBuffer<uint16_t> d_l1(std::max<size_t>(l1h.size(), 1));
+      DeviceBuffer<float> d_x2(static_cast<size_t>(std::max<int64_t>(L * R, 1))), d_x28(static_cast<size_t>(std::max<int64_t>(L * R, 1)));
+      d_x.upload(in.raw);
+      if (R > 0) d_l1.upload(l1h);
+      d_q.poison(0xAB);
+      d_q8.poison(0xAB);
+      d_s.poison();
+      d_s8.poison();
+      const MatrixView xv(d_x.get(), t, L, D1, ld);
+      const MatrixView l1v(d_l1.get(), DType::kBF16, R, D1);
+      ASSERT_NO_THROW(w4a4_quantize_activations(xv, group, l1v, MatrixView(d_q.get(), DType::kI4x2, L, D1 / 2, ldq),
+                                                d_s.get(), ld_s, MatrixView(d_x2.get(), DType::kF32, L, R), nullptr));
+      ASSERT_NO_THROW(w4a4_quantize_activations(xv, group, l1v, MatrixView(d_q8.get(), DType::kI8, L, D1, ld8),
+                                                d_s8.get(), ld_s, MatrixView(d_x28.get(), DType::kF32, L, R), nullptr));
+      QSGEMM_CUDA_OK(cudaDeviceSynchronize());
+      const auto q = d_q.download(), q8 = d_q8.download();
+      int bad = 0, pad_bad = 0;
+      for (int64_t r = 0; r < L; ++r) {
+        for (int64_t c = 0; c < D1; ++c)
+          bad += q8[r * ld8 + c] !=
+                 static_cast<uint8_t>(static_cast<int8_t>(int4_unpack(q[r * ldq + c / 2], static_cast<int>(c & 1))));
+        for (int64_t c = D1; c < ld8; ++c) pad_bad += q8[r * ld8 + c] != 0xAB;
+      }
+      EXPECT_EQ(bad, 0) << "int8 codes differ from the unpacked packed codes";
+      EXPECT_EQ(pad_bad, 0) << "padding written";
+      // And against the reference directly (the packed form is checked bit for bit elsewhere).
+      std::vector<uint8_t> q_ref(static_cast<size_t>(L * D1 / 2));
+      std::vector<float> s_ref(static_cast<size_t>(L * ng));
+      ref::quantize_int4_groups(in.f.data(), L, D1, D1, group, q_ref.data(), s_ref.data());
+      int ref_bad = 0;
+      for (int64_t r = 0; r < L; ++r)
+        for (int64_t c = 0; c < D1; ++c)
+          ref_bad += static_cast<int8_t>(q8[r * ld8 + c]) != int4_unpack(q_ref[r * (D1 / 2) + c / 2], static_cast<int>(c & 1));
+      EXPECT_EQ(ref_bad, 0) << "int8 codes differ from ref::quantize_int4_groups";
+      // Bytes, padding (poisoned NaN) included: the same scales and X2 written, the same left alone.
+      const auto s_a = d_s.download(), s_b = d_s8.download();
+      EXPECT_EQ(std::memcmp(s_a.data(), s_b.data(), s_a.size() * 4), 0) << "scales differ between the stagings";
+      if (R > 0) {
+        const auto x_a = d_x2.download(), x_b = d_x28.download();
+        EXPECT_EQ(std::memcmp(x_a.data(), x_b.data(), x_a.size() * 4), 0) << "X2 differs between the stagings";
+      }
+    }
+}
+
 // The whole layer: GPU packer + fused quantizer + GEMM, against the reference on the CPU-quantized
 // operands (same codes and scales, bit-identical) and the GPU's X2.
 TEST_F(W4A4Gpu, WholeLayerComposes) {
+  for (DType staging : {DType::kI4x2, DType::kI8}) {
+  SCOPED_TRACE(std::string("x1 ") + dtype_name(staging));
   std::mt19937 rng(2607);
   const int64_t L = 100, D = 256, D1 = 512, R = 32;
   const int group = 64, ng = D1 / group;
@@ -449,7 +573,8 @@ TEST_F(W4A4Gpu, WholeLayerComposes) {
   std::vector<float> l1f = random_floats(static_cast<size_t>(R * D1), rng, 0.05f), l2f = random_floats(D * R, rng, 0.05f);
   std::vector<uint16_t> l1h = to_bf16(l1f), l2h = to_bf16(l2f);
   DeviceBuffer<uint16_t> d_x(xh.size()), d_w(wh.size()), d_l1(l1h.size()), d_l2(l2h.size()), d_x2(L * R);
-  DeviceBuffer<uint8_t> d_x1(L * D1 / 2), d_w1(D * D1 / 2);
+  const int64_t x1_cols = staging == DType::kI8 ? D1 : D1 / 2;
+  DeviceBuffer<uint8_t> d_x1(L * x1_cols), d_w1(D * D1 / 2);
   DeviceBuffer<float> d_sx(ng * L), d_sw(D * ng), d_y(L * D);
   d_x.upload(xh);
   d_w.upload(wh);
@@ -460,9 +585,9 @@ TEST_F(W4A4Gpu, WholeLayerComposes) {
                                    MatrixView(d_w1.get(), DType::kI4x2, D, D1 / 2), d_sw.get(), nullptr));
   ASSERT_NO_THROW(w4a4_quantize_activations(MatrixView(d_x.get(), DType::kBF16, L, D1), group,
                                             MatrixView(d_l1.get(), DType::kBF16, R, D1),
-                                            MatrixView(d_x1.get(), DType::kI4x2, L, D1 / 2), d_sx.get(), L,
+                                            MatrixView(d_x1.get(), staging, L, x1_cols), d_sx.get(), L,
                                             MatrixView(d_x2.get(), DType::kBF16, L, R), nullptr));
-  ASSERT_NO_THROW(w4a4_linear(MatrixView(d_x1.get(), DType::kI4x2, L, D1 / 2), d_sx.get(), L,
+  ASSERT_NO_THROW(w4a4_linear(MatrixView(d_x1.get(), staging, L, x1_cols), d_sx.get(), L,
                               MatrixView(d_w1.get(), DType::kI4x2, D, D1 / 2), d_sw.get(), group,
                               MatrixView(d_x2.get(), DType::kBF16, L, R), MatrixView(d_l2.get(), DType::kBF16, D, R), {},
                               MatrixView(d_y.get(), DType::kF32, L, D), W4A4Options{}, nullptr));
@@ -480,6 +605,7 @@ TEST_F(W4A4Gpu, WholeLayerComposes) {
   const auto y = d_y.download();
   EXPECT_LE(ref::rel_frobenius_error(ref.data(), y.data(), L, D, D), 2e-4);
   expect_elements_close(ref.data(), y.data(), L, D, D, element_bound(DType::kF32));
+  }
 }
 
 }  // namespace

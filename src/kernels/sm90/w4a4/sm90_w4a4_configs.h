@@ -30,22 +30,36 @@
 
 namespace qsgemm::kernels {
 
+// Which kernel a row runs, and so which X1 staging it reads (docs/formats.md §5).
+enum class W4A4Kernel : uint8_t {
+  kMmaSync,  // sm90_w4a4_gemm.cuh: mma.sync, X1 packed INT4 (DType::kI4x2 [L][D1/2])
+  kWgmma,    // sm90_w4a4_wgmma.cuh: CUTLASS TMA + wgmma, X1 int8 codes (DType::kI8 [L][D1])
+};
+
 struct W4A4Config {
   const char* label;  // the public name (w4a4_config_name, the CLI's --configs)
-  int tile_m, tile_n;
+  int tile_m, tile_n;  // along L (tokens) and D (output channels), whatever the kernel's GEMM roles
   int warps_m, warps_n;
   int k_slices;  // warps that split each K tile's four k32 steps per output sub-tile (1: none)
-  int stages;
+  int stages;    // kWgmma: 0 = as many as shared memory holds (CUTLASS's carve-out)
+  W4A4Kernel kernel = W4A4Kernel::kMmaSync;
   static constexpr int tile_k = 128;  // INT4 values per K tile (64 bytes of a packed row)
   int threads() const { return 32 * warps_m * warps_n * k_slices; }
   std::string name() const { return label; }
+  // The dtype of the X1 operand this row reads: kI4x2 (packed) or kI8 (one code per byte).
+  DType x1_dtype() const { return kernel == W4A4Kernel::kWgmma ? DType::kI8 : DType::kI4x2; }
 };
 
+// Rows 0-3: the mma.sync kernel. Row 4: the Hopper-native prefill kernel (sm90_w4a4_wgmma.cuh):
+// CUTLASS's mixed-input collective, warp-specialized cooperative (two consumer warp groups of 64 D
+// rows each, one TMA producer warp), persistent; the INT4 weight is wgmma's A operand (widened to
+// int8 in registers), X1 the int8 B operand. Its tile is 128 (L) x 128 (D) x 128 (K).
 inline constexpr W4A4Config kW4A4Configs[] = {
     {"128x128x128_w2x4", 128, 128, 2, 4, 1, 3},
     {"64x128x128_w2x4", 64, 128, 2, 4, 1, 3},
     {"32x64x128_w1x4", 32, 64, 1, 4, 1, 3},
     {"32x32x128_w1x2_k4_s8", 32, 32, 1, 2, 4, 8},
+    {"128x128x128_wgmma_coop", 128, 128, 2, 1, 1, 0, W4A4Kernel::kWgmma},
 };
 inline constexpr int kW4A4NumConfigs = static_cast<int>(sizeof(kW4A4Configs) / sizeof(kW4A4Configs[0]));
 
@@ -58,7 +72,7 @@ constexpr int w4a4_named(std::string_view name) {
 
 // Everything one GEMM launch reads: validated by src/w4a4.cpp.
 struct W4A4GemmArgs {
-  const uint8_t* x1 = nullptr;  // packed [L][D1/2], ld_x1 bytes
+  const uint8_t* x1 = nullptr;  // kMmaSync rows: packed [L][D1/2]; kWgmma rows: int8 [L][D1]; ld_x1 bytes
   int64_t ld_x1 = 0;
   const uint8_t* w1 = nullptr;  // packed [D][D1/2], ld_w1 bytes
   int64_t ld_w1 = 0;
@@ -77,15 +91,23 @@ struct W4A4GemmArgs {
   DType y_dtype = DType::kBF16;
   int64_t L = 0, D = 0, D1 = 0;
   int group = 64;
+  int device = 0;    // the CUDA device of the stream (the wgmma rows: CUTLASS's hardware info)
+  int sm_count = 0;  // its SM count (> 0: CUTLASS does not query the device per call)
 };
 
-// One launcher per output dtype (sm90_w4a4_gemm_<dtype>.cu), each dispatching config and group.
+// One launcher per output dtype (sm90_w4a4_gemm_<dtype>.cu), each dispatching config and group
+// (kMmaSync rows only).
 void run_w4a4_gemm_bf16(const W4A4GemmArgs& a, int config, cudaStream_t stream);
 void run_w4a4_gemm_f16(const W4A4GemmArgs& a, int config, cudaStream_t stream);
 void run_w4a4_gemm_f32(const W4A4GemmArgs& a, int config, cudaStream_t stream);
+// The kWgmma rows, one launcher per output dtype (sm90_w4a4_wgmma_<dtype>.cu).
+void run_w4a4_wgmma_bf16(const W4A4GemmArgs& a, int config, cudaStream_t stream);
+void run_w4a4_wgmma_f16(const W4A4GemmArgs& a, int config, cudaStream_t stream);
+void run_w4a4_wgmma_f32(const W4A4GemmArgs& a, int config, cudaStream_t stream);
 
 // The INT4 group quantizer (sm90_w4a4_quantize.cu): x [rows][cols] (bf16/fp16/fp32, ldx elements)
-// → packed codes q [rows][cols/2] (ldq bytes) and the scale of (row r, group g) at
+// → packed codes q [rows][cols/2] (ldq bytes), or with q_i8 one int8 code per byte q [rows][cols],
+// and the scale of (row r, group g) at
 // scales[r * s_row + g * s_grp]; with rank > 0 also x2 = x · l1ᵀ [rows][rank] (fp32 or bf16).
 // With bad != null, the smallest row-major index r * cols + c of a non-finite element is
 // atomicMin'ed into *bad (which the caller sets to ~0 first).
@@ -96,7 +118,8 @@ struct W4A4QuantArgs {
   int64_t rows = 0, cols = 0;
   int group = 64;
   uint8_t* q = nullptr;
-  int64_t ldq = 0;
+  int64_t ldq = 0;     // bytes
+  bool q_i8 = false;   // q: packed INT4 [rows][cols/2] (false) or int8 codes [rows][cols] (true)
   float* scales = nullptr;
   int64_t s_row = 0, s_grp = 0;
   const void* l1 = nullptr;  // bf16 [rank][cols], ld_l1 elements

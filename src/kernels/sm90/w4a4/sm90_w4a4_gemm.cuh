@@ -356,7 +356,8 @@ constexpr bool row_is(int m, int n, int wm, int wn, int ks, int s) {
 }
 template <class OutT>
 void run(const W4A4GemmArgs& a, int config, cudaStream_t stream) {
-  static_assert(kW4A4NumConfigs == 4, "every row of kW4A4Configs has a case here");
+  static_assert(kW4A4NumConfigs == 5 && kW4A4Configs[4].kernel == W4A4Kernel::kWgmma,
+                "every mma.sync row of kW4A4Configs has a case here (the wgmma rows: sm90_w4a4_wgmma.cuh)");
   static_assert(row_is<0>(128, 128, 2, 4, 1, 3) && row_is<1>(64, 128, 2, 4, 1, 3) && row_is<2>(32, 64, 1, 4, 1, 3) &&
                     row_is<3>(32, 32, 1, 2, 4, 8),
                 "the instantiations below match the table's rows");
@@ -364,7 +365,8 @@ void run(const W4A4GemmArgs& a, int config, cudaStream_t stream) {
     case 0: return launch<128, 128, 2, 4, 1, 3, OutT>(a, stream);
     case 1: return launch<64, 128, 2, 4, 1, 3, OutT>(a, stream);
     case 2: return launch<32, 64, 1, 4, 1, 3, OutT>(a, stream);
-    default: return launch<32, 32, 1, 2, 4, 8, OutT>(a, stream);
+    case 3: return launch<32, 32, 1, 2, 4, 8, OutT>(a, stream);
+    default: break;  // w4a4_linear sends the kWgmma rows to run_w4a4_wgmma_<dtype>
   }
 }
 

@@ -23,6 +23,8 @@
 // its own slice of the chunks; the X2 partial sums meet in distributed shared memory, where rank 0
 // adds them in slice order (deterministic; no workspace, no atomics).
 // Non-finite inputs are reported through *bad (the packer) as the smallest row-major index.
+// Output modes (W4A4QuantArgs::q_i8): packed INT4 (two codes per byte), or the int8 staging the wgmma
+// GEMM reads (one code per byte, the same codes): a 4-byte store per lane instead of a 2-byte one.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -112,8 +114,14 @@ __device__ __forceinline__ void quantize_lane_values(const W4A4QuantArgs& a, int
   if (r >= a.rows || c >= a.cols) return;  // after the shuffles: every lane takes part in them
   const float s = amax > 0.0f ? fmaxf(__fdiv_rn(amax, 7.0f), FLT_MIN) : 1.0f;
   const int q0 = int4_code(v[0], s), q1 = int4_code(v[1], s), q2 = int4_code(v[2], s), q3 = int4_code(v[3], s);
-  const uint16_t packed = static_cast<uint16_t>((q0 & 0xF) | ((q1 & 0xF) << 4) | ((q2 & 0xF) << 8) | ((q3 & 0xF) << 12));
-  *reinterpret_cast<uint16_t*>(a.q + r * a.ldq + c / 2) = packed;  // c % 4 == 0: 2-byte aligned
+  if (a.q_i8) {  // the int8 staging: one code per byte, the same codes (docs/formats.md §5)
+    const uint32_t bytes = static_cast<uint32_t>((q0 & 0xFF) | ((q1 & 0xFF) << 8) | ((q2 & 0xFF) << 16) |
+                                                 (static_cast<uint32_t>(q3 & 0xFF) << 24));
+    *reinterpret_cast<uint32_t*>(a.q + r * a.ldq + c) = bytes;  // c % 4 == 0, ldq % 16 == 0: 4-byte aligned
+  } else {
+    const uint16_t packed = static_cast<uint16_t>((q0 & 0xF) | ((q1 & 0xF) << 4) | ((q2 & 0xF) << 8) | ((q3 & 0xF) << 12));
+    *reinterpret_cast<uint16_t*>(a.q + r * a.ldq + c / 2) = packed;  // c % 4 == 0: 2-byte aligned
+  }
   if ((4 * lane) % a.group == 0) a.scales[r * a.s_row + (c / a.group) * a.s_grp] = s;
 }
 

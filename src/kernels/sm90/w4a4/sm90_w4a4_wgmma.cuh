@@ -1,0 +1,420 @@
+// The Hopper-native W4A4 + low-rank prefill GEMM: CUTLASS 4.2's sm90 mixed-input collective (TMA,
+// warp-specialized cooperative, persistent) with our own mma(). Included by sm90_w4a4_wgmma_<dtype>.cu.
+//
+//   Y[L,D] = Σ_g sx[l,g]·sw[d,g]·Σ_{k∈g} x1[l,k]·w1[d,k]  +  Σ_r x2[l,r]·w2[d,r]  (+ bias[d])
+//
+// Why this design: wgmma takes no 4-bit operand and only A may come from registers, so the INT4
+// weight is the A operand (widened int4 -> int8 in registers by CUTLASS's converter) and the
+// activations are the B operand, staged by the quantizer as int8 codes (docs/formats.md §5, "INT8
+// staging"): s8·s8 -> s32 wgmma at the 8-bit tensor-core rate, and each group's integer sum is exact.
+// GEMM orientation (operand swap, docs/formats.md §6): M = D (weight rows), N = L (tokens), K = D1;
+//   A = W1 packed INT4 [D][D1/2 bytes] as it is stored (even k in the low nibble = cutlass::int4b_t),
+//   B = X1 int8 codes [L][ld_x1 >= D1], D = Y [L][ld_y] row-major = the GEMM's [M,N] column-major.
+//
+// mma() (replaces the base's; TMA loads, shared storage, pipeline and mma_tail are CUTLASS's):
+//  * per K tile of 128: the four k32 blocks of A are copied from shared memory and widened (the second
+//    half's while the first half's wgmmas run), and each 64-wide half runs two wgmma into an s32 tile P (scale-d 0 at a group's first block); after the
+//    group's last block (every half for group 64, the second half for group 128) the warp group
+//    waits for P and promotes it, acc = fma(sw[d,g]·sx[l,g], float(P), acc) (the scales were loaded
+//    before the group's wgmmas were issued). The other consumer warp
+//    group's wgmmas run while one promotes (no second partial yet: correctness first).
+//  * The kernel allocates the accumulators from CollectiveMainloop::TiledMma, which is shadowed here by
+//    a float-accumulator TiledMma with the same C layout (static_assert), so they are float; the s8
+//    TiledMma of the base issues the wgmma into P.
+//  * Scales are read from global memory (L2-resident) for the thread's own rows and columns, found by
+//    partitioning an identity tensor with the TiledMma (no hand-derived layout); rows >= D and
+//    columns >= L read nothing and get 0.
+//  * The tile's coordinates: mma() is not told which tile it computes, so it replays the kernel's
+//    persistent tile scheduler (the same Params, copied in by run(); k-th call = k-th work tile).
+//  * Low rank: after the K loop, r/16 bf16 mma.sync m16n8k16 steps per n8 block add X2·W2ᵀ into the
+//    same float accumulators (the wgmma C layout CLayout_64xN is m16n8 C fragments, static_assert), X2
+//    and W2 read from global memory (L2-resident). r = 0 skips it. Then CUTLASS's epilogue (+ bias as a
+//    column broadcast, convert, TMA store clipped to [D, L]).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/dispatch_policy.hpp"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "cutlass/gemm/kernel/sm90_tile_scheduler.hpp"
+#include "cutlass/numeric_types.h"
+#include "kernels/sm90/common/consumer_cursor.cuh"
+#include "kernels/sm90/common/cutlass_smem.cuh"
+#include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
+#include "validate.h"
+
+namespace qsgemm::kernels::sm90_w4a4_wgmma {
+
+using Scheduler = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90;
+
+// What mma() reads besides A and B (GEMM coordinates: M = D, N = L).
+struct Extra {
+  const float* sx = nullptr;  // M-major [D1/group][ld_sx]: scale of (token n, group g) at sx[g*ld_sx + n]
+  int64_t ld_sx = 0;
+  const float* sw = nullptr;  // row-major [D][num_groups]
+  int group = 64;
+  int num_groups = 0;
+  const uint16_t* x2 = nullptr;  // bf16 [L][rank], ld_x2 elements
+  int64_t ld_x2 = 0;
+  const uint16_t* w2 = nullptr;  // bf16 [D][rank], ld_w2 elements
+  int64_t ld_w2 = 0;
+  int rank = 0;
+  int M = 0, N = 0;                      // D, L
+  typename Scheduler::Params sched{};    // the kernel's scheduler parameters (run() copies them in)
+};
+
+__device__ __forceinline__ void mma_bf16_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                               uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+template <class Base>
+struct W4A4Mainloop : Base {
+  using typename Base::MainloopPipeline;
+  using typename Base::PipelineState;
+  using typename Base::SmemLayoutA;
+  using typename Base::SmemLayoutB;
+  using typename Base::TensorStorage;
+  using typename Base::TileShape;
+  using MmaS8 = typename Base::TiledMma;  // s8 x s8 -> s32, A from registers
+  // The accumulator type the kernel allocates: float, with the C layout of MmaS8 (asserted below).
+  using TiledMma = decltype(cute::make_tiled_mma(
+      cute::GMMA::rs_op_selector<cutlass::float_e4m3_t, cutlass::float_e4m3_t, float, TileShape, cute::GMMA::Major::K,
+                                 cute::GMMA::Major::K>(),
+      cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));
+  using ElementAccumulator = float;
+  using Utils = cutlass::gemm::collective::detail::MixedInputUtils<Base>;
+
+  static constexpr int kBlkM = cute::size<0>(TileShape{});
+  static constexpr int kBlkN = cute::size<1>(TileShape{});
+  static_assert(cute::is_same_v<typename MmaS8::ValTypeC, int32_t>, "the integer wgmma accumulates in s32");
+  static_assert(cute::is_same_v<typename MmaS8::ValTypeA, int8_t> && cute::is_same_v<typename MmaS8::ValTypeB, int8_t>,
+                "s8 x s8 wgmma (A widened from INT4 in registers)");
+  static_assert(cute::size(MmaS8{}) == cute::size(TiledMma{}), "same warp groups");
+  static_assert(cute::is_same_v<decltype(MmaS8{}.get_layoutC_TV()), decltype(TiledMma{}.get_layoutC_TV())>,
+                "the float accumulators have the C layout of the s8 wgmma");
+  static_assert(cute::is_same_v<typename TiledMma::AtomLayoutC_TV, cute::GMMA::CLayout_64xN<kBlkN>>,
+                "the low-rank step reads the accumulators as m16n8 C fragments (CLayout_64xN)");
+  static_assert(cute::size<2>(TileShape{}) == 128, "K tile 128: one group of 128 or two groups of 64");
+  static_assert(Base::KernelConversionMode == cutlass::detail::ConversionMode::DirectConvert,
+                "the base only converts INT4 -> INT8; group scales are applied here");
+
+  struct Arguments : Base::Arguments {
+    Extra extra{};
+  };
+  struct Params : Base::Params {
+    Extra extra{};
+  };
+
+  template <class ProblemShape>
+  static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args, void* workspace) {
+    Params p{};
+    static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(problem_shape, args, workspace);
+    p.extra = args.extra;
+    return p;
+  }
+
+  uint32_t tiles_done_ = 0;  // work tiles this consumer thread has computed (the scheduler replay)
+
+  template <class FrgTensorC>
+  CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum, int k_tile_count,
+                          int thread_idx, TensorStorage& shared_tensors, Params const& params) {
+    using namespace cute;
+    static_assert(is_rmem<FrgTensorC>::value, "the accumulators must be registers");
+    static_assert(is_same_v<typename FrgTensorC::value_type, float>, "float accumulators (TiledMma shadowed)");
+    const Extra& ex = params.extra;
+
+    // ---- this work tile's coordinates: the kernel's scheduler, advanced as the kernel advances it ---
+    Scheduler sched(ex.sched);
+    sched.advance_to_next_work(tiles_done_);
+    ++tiles_done_;
+    const auto work = sched.get_current_work();
+    const int m0 = work.M_idx * kBlkM, n0 = work.N_idx * kBlkN;
+
+    // ---- operands, partitioned as CUTLASS's mixed-input mma() does ---------------------------------
+    Tensor sA_ = make_tensor(make_smem_ptr(shared_tensors.smem_A.begin()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
+    Tensor sA = as_position_independent_swizzle_tensor(sA_);
+    Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.begin()), SmemLayoutB{});   // (BLK_N,BLK_K,PIPE)
+    constexpr int kWarpGroups = size(MmaS8{}) / cutlass::NumThreadsPerWarpGroup;
+    const Layout wg_layout = make_layout(Int<kWarpGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{});
+    const int wg_idx = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
+    MmaS8 mma_s8;
+    auto thr_mma = mma_s8.get_thread_slice(thread_idx);
+    auto wg_mma = mma_s8.get_slice(wg_layout(wg_idx));
+    Tensor tCsA = thr_mma.partition_A(sA);                                    // (MMA,MMA_M,MMA_K,PIPE)
+    Tensor tCrA = thr_mma.partition_fragment_A(sA(_, _, Int<0>{}));            // (MMA,MMA_M,MMA_K) s8
+    Tensor tCrA_i4 = make_fragment_like<typename Base::RealSwappedElementA>(tCrA);  // the INT4 copy
+    Tensor tCrB = wg_mma.make_fragment_B(wg_mma.partition_B(sB));            // (MMA,MMA_N,MMA_K,PIPE)
+    auto smem_copy_A = make_tiled_copy_A(typename Base::SwappedSmemCopyAtomA{}, mma_s8);
+    Tensor tCrA_copy = smem_copy_A.get_thread_slice(thread_idx % cutlass::NumThreadsPerWarpGroup).retile_D(tCrA_i4);
+    auto no_extra = cute::make_tuple();
+    constexpr int kBlocks = decltype(size<2>(tCrA))::value;
+    static_assert(kBlocks == 4, "a K tile of 128 is four k32 wgmma blocks, two per group of 64");
+
+    Tensor part = partition_fragment_C(mma_s8, take<0, 2>(TileShape{}));  // (MMA,MMA_M,MMA_N) s32 group sums
+    static_assert(is_same_v<decltype(part.layout()), decltype(accum.layout())>, "P and the accumulators align");
+
+    // ---- each accumulator element's (m, n) in the tile, and per-row / per-column scale registers -----
+    TiledMma mma_f32;
+    auto thr_c = mma_f32.get_thread_slice(thread_idx);
+    Tensor tCcC = thr_c.partition_C(make_identity_tensor(take<0, 2>(TileShape{})));  // (MMA,MMA_M,MMA_N) -> (m,n)
+    // Broadcast views (stride 0 along n, resp. m): one register per distinct row (column) this thread
+    // owns, read through the full accumulator index; filter_zeros lists the distinct ones.
+    const auto shape_mn = take<0, 2>(TileShape{});
+    Tensor tCgRow = thr_c.partition_C(make_tensor(make_gmem_ptr(static_cast<float const*>(nullptr)),
+                                                  make_layout(shape_mn, make_stride(_1{}, _0{}))));
+    Tensor tCgCol = thr_c.partition_C(make_tensor(make_gmem_ptr(static_cast<float const*>(nullptr)),
+                                                  make_layout(shape_mn, make_stride(_0{}, _1{}))));
+    Tensor swr = make_tensor_like<float>(tCgRow);  // sw[m0 + m, g] of each accumulator
+    Tensor sxr = make_tensor_like<float>(tCgCol);  // sx[g, n0 + n] of each accumulator
+    Tensor row_of = make_tensor_like<int>(tCgRow);
+    Tensor col_of = make_tensor_like<int>(tCgCol);
+    CUTE_STATIC_ASSERT_V(size(swr) == size(accum));
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < size(accum); ++i) {
+      row_of(i) = m0 + get<0>(tCcC(i));
+      col_of(i) = n0 + get<1>(tCcC(i));
+    }
+    auto rows = filter_zeros(row_of);
+    auto cols = filter_zeros(col_of);
+    auto sw_d = filter_zeros(swr);
+    auto sx_d = filter_zeros(sxr);
+    CUTE_STATIC_ASSERT_V(size(rows) == size(sw_d));
+    CUTE_STATIC_ASSERT_V(size(cols) == size(sx_d));
+
+    // Scales of group grp for the thread's rows and columns; beyond D / L: 0, nothing read.
+    auto load_scales = [&](int grp) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int j = 0; j < size(sw_d); ++j) {
+        const int m = rows(j);
+        sw_d(j) = m < ex.M ? __ldg(ex.sw + static_cast<int64_t>(m) * ex.num_groups + grp) : 0.0f;
+      }
+      CUTLASS_PRAGMA_UNROLL
+      for (int j = 0; j < size(sx_d); ++j) {
+        const int n = cols(j);
+        sx_d(j) = n < ex.N ? __ldg(ex.sx + static_cast<int64_t>(grp) * ex.ld_sx + n) : 0.0f;
+      }
+    };
+    // acc += (sw·sx)·P: the group's exact integer sums, one rounding of the scale product and one FFMA.
+    auto promote = [&]() {
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(accum); ++i) accum(i) = fmaf(swr(i) * sxr(i), static_cast<float>(part(i)), accum(i));
+    };
+
+    ConsumerCursor<MainloopPipeline, PipelineState> cursor(pipeline, smem_pipe_read);
+    const bool g64 = ex.group == 64;
+    clear(accum);
+    warpgroup_fence_operand(accum);
+
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (int kt = 0; kt < k_tile_count; ++kt) {
+      const int stage = cursor.wait();
+      // A: shared memory -> registers, INT4 -> INT8, one half (two k32 blocks) at a time; every wgmma
+      // of the previous tile is complete, and the second half is widened while the first half's
+      // wgmmas run (its registers are not theirs).
+      auto widen_half = [&](int h) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int kb = 2 * h; kb < 2 * h + 2; ++kb) copy(smem_copy_A, tCsA(_, _, kb, stage), tCrA_copy(_, _, kb));
+        CUTLASS_PRAGMA_UNROLL
+        for (int kb = 2 * h; kb < 2 * h + 2; ++kb) Utils::dequantize_A_kblock(tCrA_i4, tCrA, no_extra, kb);
+      };
+      widen_half(0);
+
+      CUTLASS_PRAGMA_UNROLL
+      for (int h = 0; h < 2; ++h) {  // the two 64-wide halves of the K tile
+        const bool group_ends = g64 || h == 1;
+        const int grp = g64 ? 2 * kt + h : kt;
+        // A last tile with one group of 64 (D1 % 128 == 64): its second half is TMA's zero fill.
+        const bool live = group_ends && grp < ex.num_groups;
+        if (live) load_scales(grp);  // issued before the MMAs, used after them
+        if (g64 || h == 0) mma_s8.accumulate_ = GMMA::ScaleOut::Zero;
+        warpgroup_fence_operand(part);
+        CUTLASS_PRAGMA_UNROLL
+        for (int kb = 2 * h; kb < 2 * h + 2; ++kb) {
+          warpgroup_arrive();
+          cute::gemm(mma_s8, tCrA(_, _, kb), tCrB(_, _, kb, stage), part);
+          mma_s8.accumulate_ = GMMA::ScaleOut::One;
+          warpgroup_commit_batch();
+        }
+        if (h == 0) widen_half(1);
+        if (group_ends) {  // group 128: the first half's wgmmas stay in flight while the second issues
+          warpgroup_wait<0>();
+          warpgroup_fence_operand(part);
+          if (live) promote();
+          warpgroup_fence_operand(accum);
+        }
+      }
+      // mma_tail (the base's) releases the last stage.
+      if (kt + 1 < k_tile_count) cursor.release_one();
+      cursor.advance();
+    }
+
+    // ---- the low-rank term: bf16 mma.sync m16n8k16 into the same accumulators ----------------------
+    // CLayout_64xN (asserted above): thread lane of warp w holds, for n8 block j, elements 4j + e with
+    // e = (column + 1) + 2·(row + 8) at rows 16w + lane/4 (+8) and columns 8j + 2·(lane%4) (+1): the
+    // m16n8 C fragment of mma.sync. The coordinates themselves come from tCcC.
+    if (ex.rank > 0) {
+      static_assert(decltype(size<1>(accum))::value == 1 && decltype(size<2>(accum))::value == 1,
+                    "one wgmma atom per warp group and tile (MMA_M = MMA_N = 1)");
+      const int t = (thread_idx % 32) % 4;
+      const int g = get<0>(tCcC(0)) % 8;           // lane/4: the fragment's row group
+      const int mA = m0 + get<0>(tCcC(0));          // row g of the warp's m16 block
+      const int mB = m0 + get<0>(tCcC(2));          // row g + 8
+      const bool okA = mA < ex.M, okB = mB < ex.M;
+      CUTLASS_PRAGMA_NO_UNROLL
+      for (int k0 = 0; k0 < ex.rank; k0 += 16) {
+        // The same trick as the mma.sync kernel: thread t's k positions 2t,2t+1 / 2t+8,2t+9 hold actual
+        // k 4t..4t+3 in both operands, so one 8-byte load per row and no shuffles.
+        const uint2 wa = okA ? __ldg(reinterpret_cast<const uint2*>(ex.w2 + static_cast<int64_t>(mA) * ex.ld_w2 + k0 + 4 * t))
+                             : make_uint2(0, 0);
+        const uint2 wb = okB ? __ldg(reinterpret_cast<const uint2*>(ex.w2 + static_cast<int64_t>(mB) * ex.ld_w2 + k0 + 4 * t))
+                             : make_uint2(0, 0);
+        CUTLASS_PRAGMA_UNROLL
+        for (int j = 0; j < kBlkN / 8; ++j) {
+          const int nb = n0 + (get<1>(tCcC(4 * j)) & ~7) + g;  // B column g of n8 block j = token nb
+          const uint2 xb = nb < ex.N
+                               ? __ldg(reinterpret_cast<const uint2*>(ex.x2 + static_cast<int64_t>(nb) * ex.ld_x2 + k0 + 4 * t))
+                               : make_uint2(0, 0);
+          float c[4] = {accum(4 * j), accum(4 * j + 1), accum(4 * j + 2), accum(4 * j + 3)};
+          mma_bf16_16816(c, wa.x, wb.x, wa.y, wb.y, xb.x, xb.y);
+          accum(4 * j) = c[0];
+          accum(4 * j + 1) = c[1];
+          accum(4 * j + 2) = c[2];
+          accum(4 * j + 3) = c[3];
+        }
+      }
+    }
+    warpgroup_fence_operand(accum);
+  }
+};
+
+template <class OutT>
+struct CutlassType {
+  using type = OutT;
+};
+template <>
+struct CutlassType<__nv_bfloat16> {
+  using type = cutlass::bfloat16_t;
+};
+template <>
+struct CutlassType<__half> {
+  using type = cutlass::half_t;
+};
+
+// One kernel per output dtype: tile 128 (D) x 128 (L) x 128 (K), cooperative, persistent.
+template <class OutT>
+struct W4A4WgmmaGemm {
+  using ElementD = typename CutlassType<OutT>::type;
+  using TileShape = cute::Shape<cute::_128, cute::_128, cute::_128>;
+  using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
+  using ElementCompute = float;
+  static constexpr int kAlignmentD = 128 / cutlass::sizeof_bits<ElementD>::value;  // 16 bytes
+
+  // Epilogue: D = (acc + bias_f32[m]) + bias_out[m]; a bias is per GEMM row (output channel), i.e. a
+  // column broadcast. Null pointers read as zeros (EnableNullptr): one kernel serves no bias, an fp32
+  // bias and a bias in the output dtype.
+  template <class Element>
+  using VecM = cutlass::epilogue::fusion::Sm90ColBroadcast<0, TileShape, Element, ElementCompute,
+                                                           cute::Stride<cute::_1, cute::_0, int64_t>, 1, true>;
+  template <template <class> class Fn, class Out>
+  using Op = cutlass::epilogue::fusion::Sm90Compute<Fn, Out, ElementCompute, cutlass::FloatRoundStyle::round_to_nearest>;
+  using Acc = cutlass::epilogue::fusion::Sm90AccFetch;
+  using Fusion = cutlass::epilogue::fusion::Sm90EVT<
+      Op<cutlass::plus, ElementD>, cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::plus, ElementCompute>, Acc, VecM<float>>,
+      VecM<ElementD>>;
+
+  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, ElementCompute, void, cutlass::layout::ColumnMajor,
+      kAlignmentD, ElementD, cutlass::layout::ColumnMajor, kAlignmentD,
+      cutlass::epilogue::TmaWarpSpecializedCooperative, Fusion>::CollectiveOp;
+
+  using CutlassMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cutlass::int4b_t, cutlass::layout::RowMajor, 32, int8_t,
+      cutlass::layout::ColumnMajor, 16, int32_t, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+  using CollectiveMainloop = W4A4Mainloop<CutlassMainloop>;
+
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, CollectiveMainloop, CollectiveEpilogue>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+  static_assert(cute::is_same_v<typename Kernel::TileScheduler, Scheduler>,
+                "mma() replays the persistent scheduler the kernel runs");
+
+  static typename Gemm::Arguments arguments(const W4A4GemmArgs& a) {
+    using cute::_1;
+    const int M = static_cast<int>(a.D), N = static_cast<int>(a.L), K = static_cast<int>(a.D1);
+    typename CollectiveMainloop::Arguments ml{};
+    ml.ptr_A = reinterpret_cast<const cutlass::int4b_t*>(a.w1);
+    ml.dA = cute::make_stride(int64_t(2) * a.ld_w1, _1{}, int64_t(0));  // ld in INT4 elements
+    ml.ptr_B = reinterpret_cast<const int8_t*>(a.x1);
+    ml.dB = cute::make_stride(a.ld_x1, _1{}, int64_t(0));
+    Extra& ex = ml.extra;
+    ex.sx = a.sx;
+    ex.ld_sx = a.ld_sx;
+    ex.sw = a.sw;
+    ex.group = a.group;
+    ex.num_groups = static_cast<int>(a.D1 / a.group);
+    ex.x2 = static_cast<const uint16_t*>(a.x2);
+    ex.ld_x2 = a.ld_x2;
+    ex.w2 = static_cast<const uint16_t*>(a.w2);
+    ex.ld_w2 = a.ld_w2;
+    ex.rank = a.rank;
+    ex.M = M;
+    ex.N = N;
+    typename Fusion::Arguments fusion{};
+    const float* bias_f32 = a.bias_f32 ? static_cast<const float*>(a.bias) : nullptr;
+    const ElementD* bias_out = a.bias_f32 ? nullptr : static_cast<const ElementD*>(a.bias);
+    fusion = {
+        {{}, {bias_f32, 0.0f, {}}, {}},        // acc + bias_f32[m]
+        {bias_out, ElementD(0), {}},           // + bias_out[m]
+        {}};
+    using StrideD = typename Kernel::StrideD;
+    const StrideD dD = cute::make_stride(_1{}, a.ld_y, int64_t(a.L) * a.ld_y);
+    cutlass::KernelHardwareInfo hw;
+    hw.device_id = a.device;
+    hw.sm_count = a.sm_count;
+    typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
+                                  {M, N, K, 1},
+                                  ml,
+                                  {fusion, nullptr, {}, static_cast<ElementD*>(a.y), dD},
+                                  hw};
+    return args;
+  }
+
+  static void run(const W4A4GemmArgs& a, const char* name, cudaStream_t stream) {
+    const char* fn = "w4a4_linear";
+    const typename Gemm::Arguments args = arguments(a);
+    cutlass::Status st = Gemm::can_implement(args);
+    if (st != cutlass::Status::kSuccess)
+      detail::fail(fn, Status::kUnsupported, "",
+                   detail::cat("CUTLASS can_implement refused D=", a.D, " L=", a.L, " D1=", a.D1, " for config ", name,
+                               ": ", cutlassGetStatusString(st)));
+    const size_t workspace = Gemm::get_workspace_size(args);
+    if (workspace != 0)
+      detail::fail(fn, Status::kInternal, "",
+                   detail::cat("config ", name, " needs a ", workspace, "-byte workspace; w4a4_linear allocates none"));
+    detail::set_cutlass_smem_limit_once<Kernel>(fn, a.device);
+    typename Kernel::Params params = Kernel::to_underlying_arguments(args, nullptr);
+    params.mainloop.extra.sched = params.scheduler;  // mma() replays the kernel's tile order
+    st = Gemm::run(params, stream);
+    detail::check_launch(fn, name);
+    if (st != cutlass::Status::kSuccess)
+      detail::fail(fn, Status::kCudaError, "",
+                   detail::cat("CUTLASS launch failed for config ", name, ": ", cutlassGetStatusString(st)));
+  }
+};
+
+}  // namespace qsgemm::kernels::sm90_w4a4_wgmma
