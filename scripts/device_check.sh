@@ -69,6 +69,7 @@ if has pytest; then
         for w in "$bin"/whl/deps/*.whl; do install_whl "$w"; done
         break
       done
+      "$py" -c "import torchao" 2>/dev/null || for w in "$bin"/whl/torchao/*.whl; do install_whl "$w"; done
     } > "$tmp/pytest_install.txt" 2>&1
     # shellcheck disable=SC2086
     (cd python/tests && LD_LIBRARY_PATH="$ld_orig" PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" timeout "${PYTEST_TIMEOUT:-300}" \

@@ -22,4 +22,7 @@ QSGEMM_ROOT="$PWD/build/python-prefix" "${lock[@]}" .venv/bin/python -m pip whee
 # has torch but no network: pure-Python / abi3 wheels, installed by device_check.sh only if missing.
 .venv/bin/python -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
   --dest .carry/whl/deps pytest safetensors
+# torchao for the tests of the torchao integration (installed by device_check.sh when missing).
+.venv/bin/python -m pip download --quiet --disable-pip-version-check --only-binary=:all: --no-deps \
+  --dest .carry/whl/torchao torchao==0.18.0
 du -sh .carry
