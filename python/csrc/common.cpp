@@ -25,7 +25,7 @@ void rethrow_tagged(const qsgemm::Error& e) {
 
 const DtypeCodes& dtype_codes() {
   static const DtypeCodes c{aoti_torch_dtype_float32(), aoti_torch_dtype_float16(), aoti_torch_dtype_bfloat16(),
-                            aoti_torch_dtype_float8_e4m3fn(), aoti_torch_dtype_uint8()};
+                            aoti_torch_dtype_float8_e4m3fn(), aoti_torch_dtype_uint8(), aoti_torch_dtype_int8()};
   return c;
 }
 
@@ -43,6 +43,7 @@ int32_t dtype_code(ScalarType t) {
     case ScalarType::BFloat16: return c.bf16;
     case ScalarType::Float8_e4m3fn: return c.e4m3;
     case ScalarType::Byte: return c.u8;
+    case ScalarType::Char: return c.i8;
     default: return -1;
   }
 }
@@ -54,6 +55,7 @@ const char* torch_dtype_name(int32_t code) {
   if (code == c.bf16) return "bfloat16";
   if (code == c.e4m3) return "float8_e4m3fn";
   if (code == c.u8) return "uint8";
+  if (code == c.i8) return "int8";
   return "another dtype";
 }
 

@@ -56,7 +56,7 @@ auto guarded(F&& f) -> decltype(f()) {
 // ---- dtypes -------------------------------------------------------------------------------------
 // The AOTI dtype codes (int32) of the dtypes the ops use, read once.
 struct DtypeCodes {
-  int32_t f32, f16, bf16, e4m3, u8;
+  int32_t f32, f16, bf16, e4m3, u8, i8;
 };
 const DtypeCodes& dtype_codes();
 int32_t dtype_code(const Tensor& t);

@@ -13,6 +13,14 @@ import w4a4_reference as wref
 OPS = ["w4a4_pack_weight", "w4a4_quantize_activations", "w4a4_linear"]
 
 
+def unpack_codes(packed):
+    """Packed INT4 (uint8 [M, K/2], even k in the low nibble) -> int8 codes [M, K]."""
+    lo = (packed & 0xF).to(torch.int8)
+    hi = (packed >> 4).to(torch.int8)
+    v = torch.stack([lo, hi], dim=-1).reshape(packed.shape[0], -1)
+    return torch.where(v > 7, v - 16, v)
+
+
 def operands(M, N, K, r, group=64, x_dtype=torch.bfloat16, device="cpu"):
     """Quantized operands from the ops: (x1, x_scale, x2, w1, w_scale, w2)."""
     x = (torch.randn(M, K) * 3).to(x_dtype).to(device)
@@ -31,7 +39,7 @@ def test_schemas():
     s = {n: str(getattr(torch.ops.qsgemm, n).default._schema) for n in OPS}
     assert s["w4a4_pack_weight"] == "qsgemm::w4a4_pack_weight(Tensor w, int group) -> (Tensor packed, Tensor scale)"
     assert s["w4a4_quantize_activations"] == (
-        "qsgemm::w4a4_quantize_activations(Tensor x, int group, Tensor? lora_down=None)"
+        "qsgemm::w4a4_quantize_activations(Tensor x, int group, Tensor? lora_down=None, bool int8=False)"
         " -> (Tensor x1, Tensor x_scale, Tensor? x2)"
     )
     assert s["w4a4_linear"] == (
@@ -55,6 +63,9 @@ def test_fake_shapes():
         assert x1.shape == (5, 128) and xs.shape == (5, 4) and xs.stride() == (1, 5)
         assert x2.shape == (5, 32) and x2.dtype == torch.bfloat16
         assert torch.ops.qsgemm.w4a4_quantize_activations(x, 64)[2] is None
+        q8 = torch.ops.qsgemm.w4a4_quantize_activations(x, 64, None, True)[0]
+        assert q8.shape == (5, 256) and q8.dtype == torch.int8
+        assert torch.ops.qsgemm.w4a4_linear(q8, xs, p, s, 128).shape == (5, 72)
         y = torch.ops.qsgemm.w4a4_linear(x1, xs, p, s, 128, x2, torch.empty(72, 32, dtype=torch.bfloat16))
         assert y.shape == (5, 72) and y.dtype == torch.bfloat16
         y = torch.ops.qsgemm.w4a4_linear(x1, xs, p, s, 128, out_dtype=torch.float32)
@@ -70,6 +81,7 @@ def test_fake_matches_real_cpu(M):
         (torch.ops.qsgemm.w4a4_pack_weight.default, (w, 64)),
         (torch.ops.qsgemm.w4a4_quantize_activations.default, (x, 64, l1)),
         (torch.ops.qsgemm.w4a4_quantize_activations.default, (x, 128)),
+        (torch.ops.qsgemm.w4a4_quantize_activations.default, (x, 64, l1, True)),
     ]
     for op, args in cases:
         real = op(*args)
@@ -96,7 +108,9 @@ def w4a4_opcheck_cases(device="cpu"):
         (torch.ops.qsgemm.w4a4_pack_weight.default, (x.to(d), 128), {}),
         (torch.ops.qsgemm.w4a4_quantize_activations.default, (x.to(d), 64, l1.to(d)), {}),
         (torch.ops.qsgemm.w4a4_quantize_activations.default, (x.to(d), 128), {}),
+        (torch.ops.qsgemm.w4a4_quantize_activations.default, (x.to(d), 64, None, True), {}),
         (torch.ops.qsgemm.w4a4_linear.default, (x1.to(d), xs.to(d), w1.to(d), ws.to(d), 64), {}),
+        (torch.ops.qsgemm.w4a4_linear.default, (unpack_codes(x1).to(d), xs.to(d), w1.to(d), ws.to(d), 64), {}),
         (
             torch.ops.qsgemm.w4a4_linear.default,
             (x1.to(d), xs.to(d), w1.to(d), ws.to(d), 64, x2.to(d), w2.to(d), bias.to(d), torch.float32),
@@ -220,3 +234,22 @@ def test_linear_m0_and_rank0_lora():
     w1, ws = ops.w4a4_pack_weight(torch.randn(8, 128), 64)
     y0 = ops.w4a4_linear(x1, xs, w1, ws, 64, x2, torch.empty(8, 0, dtype=torch.bfloat16))
     assert torch.equal(y0, ops.w4a4_linear(x1, xs, w1, ws, 64))
+
+
+# ---- the int8 staging of the activations ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("group", [64, 128])
+def test_int8_staging_is_the_unpacked_codes_and_computes_the_same(group):
+    x = torch.randn(9, 256, dtype=torch.bfloat16) * 3
+    l1 = (torch.randn(32, 256) / 16).to(torch.bfloat16)
+    p1, ps, px2 = ops.w4a4_quantize_activations(x, group, l1)
+    q8, qs, qx2 = ops.w4a4_quantize_activations(x, group, l1, int8=True)
+    assert q8.dtype == torch.int8 and q8.shape == (9, 256)
+    assert torch.equal(q8, unpack_codes(p1)) and torch.equal(qs, ps) and torch.equal(qx2, px2)
+    w1, ws = ops.w4a4_pack_weight(torch.randn(64, 256), group)
+    w2 = torch.randn(64, 32).to(torch.bfloat16)
+    assert torch.equal(ops.w4a4_linear(q8, qs, w1, ws, group, qx2, w2), ops.w4a4_linear(p1, ps, w1, ws, group, px2, w2))
+    with pytest.raises(ValueError, match="expected K=256"):
+        ops.w4a4_linear(q8[:, :128].contiguous(), qs, w1, ws, group)
+    assert ops.w4a4_x1_int8(33) and not ops.w4a4_x1_int8(32)
