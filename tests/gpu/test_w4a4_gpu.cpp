@@ -78,7 +78,8 @@ struct Problem {
   DType out = DType::kBF16;
   bool bias = false;
   int config = -1;
-  bool small_integers = false;  // exact check: unit scales, codes in -3..3, integer low-rank factors
+  bool small_integers = false;  // exact check: unit scales, codes in [code_lo, code_hi], integer low rank
+  int code_lo = -3, code_hi = 3;
   int64_t pad = 0;              // extra elements / bytes on every leading dimension
   // The X1 staging: kU8 = the one the configuration reads (config -1: the plan's, w4a4_x1_dtype),
   // else kI4x2 (packed) or kI8 (int8 codes).
@@ -96,8 +97,10 @@ void run_problem(const Problem& p, std::mt19937& rng) {
   const int esize = dtype_size(p.out);
   const int64_t ld_y = D + (p.pad > 0 ? 16 / esize : 0);
 
-  std::vector<uint8_t> x1 = p.small_integers ? random_codes(L, D1, ld_x1, rng, -3, 3) : random_codes(L, D1, ld_x1, rng);
-  std::vector<uint8_t> w1 = p.small_integers ? random_codes(D, D1, ld_w1, rng, -3, 3) : random_codes(D, D1, ld_w1, rng);
+  std::vector<uint8_t> x1 = p.small_integers ? random_codes(L, D1, ld_x1, rng, p.code_lo, p.code_hi)
+                                             : random_codes(L, D1, ld_x1, rng);
+  std::vector<uint8_t> w1 = p.small_integers ? random_codes(D, D1, ld_w1, rng, p.code_lo, p.code_hi)
+                                             : random_codes(D, D1, ld_w1, rng);
   std::vector<float> sx_rm(static_cast<size_t>(L * ng), 1.0f), sw(static_cast<size_t>(D * ng), 1.0f);
   if (!p.small_integers) {
     sx_rm = random_scales(sx_rm.size(), rng);
@@ -228,6 +231,24 @@ TEST_F(W4A4Gpu, ExactOnSmallIntegersEveryConfig) {
         Problem p{67, 136, group == 64 ? 320 : 384, group, rank, DType::kF32};
         p.config = config;
         p.small_integers = true;
+        run_problem(p, rng);
+        if (HasFailure()) return;
+      }
+}
+
+// The largest group sums the format allows: every code -8 (each product 64, a group of 128 sums to
+// 2^13; 2^21 in the mma.sync kernels' 16·v bytes), and codes drawn from -8..7. The kernels convert
+// these sums to float without I2F (small_int_to_float.cuh); fp32 output, unit scales: bit for bit.
+TEST_F(W4A4Gpu, ExtremeGroupSumsExactEveryConfig) {
+  std::mt19937 rng(2604);
+  for (int config = 0; config < w4a4_num_configs(); ++config)
+    for (int group : {64, 128})
+      for (int hi : {-8, 7}) {
+        Problem p{67, 136, group == 64 ? 320 : 384, group, 16, DType::kF32};
+        p.config = config;
+        p.small_integers = true;
+        p.code_lo = -8;
+        p.code_hi = hi;
         run_problem(p, rng);
         if (HasFailure()) return;
       }

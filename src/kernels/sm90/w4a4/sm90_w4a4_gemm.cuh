@@ -11,7 +11,8 @@
 //     to s8 in registers: lo = (w << 4) & 0xF0F0F0F0 (even nibbles), hi = w & 0xF0F0F0F0 (odd
 //     nibbles). Each byte then holds 16·v exactly, v the signed nibble: two instructions per eight
 //     values and no sign-extension. Products are 256·x·w, and a group's s32 sum is at most
-//     128·64·256 = 2^21 in magnitude: exact, and exact as a float; the 2^-8 goes into sx.
+//     128·64·256 = 2^21 in magnitude: exact, and exact as a float (converted without I2F,
+//     small_int_to_float.cuh); the 2^-8 goes into sx.
 //  3. Which MMA k position holds which actual k does not matter for a dot product as long as A and B
 //     use the same assignment: thread t's bytes go to the MMA positions of thread t in both
 //     operands (A's a0/a2 and B's b0/b1 cover the same k positions 4t..4t+3 and 16+4t..16+4t+3), so
@@ -35,6 +36,7 @@
 
 #include <cstdint>
 
+#include "kernels/sm90/common/small_int_to_float.cuh"
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
 
 namespace qsgemm::kernels {
@@ -249,7 +251,7 @@ __global__ void __launch_bounds__(WM * WN * KS * 32) sm90_w4a4_gemm_kernel(const
             for (int e = 0; e < 4; ++e) {
               // acc += (sx/256)·(sw·(256·sum)): I2F, FMUL, FFMA per element (256·sum < 2^22: exact).
               acc[mt][nt][e] =
-                  fmaf(sxr[mt][e >> 1], swr[nt][e & 1] * static_cast<float>(iacc[mt][nt][e]), acc[mt][nt][e]);
+                  fmaf(sxr[mt][e >> 1], swr[nt][e & 1] * small_int_to_float(iacc[mt][nt][e]), acc[mt][nt][e]);
             }
       }
     }

@@ -49,6 +49,7 @@
 #include "cutlass/numeric_types.h"
 #include "kernels/sm90/common/consumer_cursor.cuh"
 #include "kernels/sm90/common/cutlass_smem.cuh"
+#include "kernels/sm90/common/small_int_to_float.cuh"
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
 #include "validate.h"
 
@@ -207,10 +208,11 @@ struct W4A4Mainloop : Base {
         sx_d(j) = n < ex.N ? __ldg(ex.sx + static_cast<int64_t>(grp) * ex.ld_sx + n) : 0.0f;
       }
     };
-    // acc += (sw·sx)·P: the group's exact integer sums, one rounding of the scale product and one FFMA.
+    // acc += (sw·sx)·P: the group's exact integer sums (|P| <= 128·64 < 2^22: converted without I2F,
+    // small_int_to_float.cuh), one rounding of the scale product and one FFMA.
     auto promote = [&]() {
       CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(accum); ++i) accum(i) = fmaf(swr(i) * sxr(i), static_cast<float>(part(i)), accum(i));
+      for (int i = 0; i < size(accum); ++i) accum(i) = fmaf(swr(i) * sxr(i), small_int_to_float(part(i)), accum(i));
     };
 
     ConsumerCursor<MainloopPipeline, PipelineState> cursor(pipeline, smem_pipe_read);
