@@ -12,20 +12,22 @@
 // once per group into float32 accumulators (acc += sx·sw·sum); after the K loop the low-rank term
 // runs as bf16 MMAs into the same float32 accumulators, and one epilogue adds the bias and converts.
 // No second kernel, no extra pass over Y. Any L >= 1; partial tiles are predicated. Two kernels:
-//  * prefill (the heuristic's choice for L > 32): src/kernels/sm90/w4a4/sm90_w4a4_wgmma.cuh, CUTLASS's
-//    TMA warp-specialized mixed-input mainloop with s8·s8 → s32 `wgmma`; the INT4 weight is widened
-//    in registers, the activations are read as int8 codes (the "int8 staging" of X1, below);
-//  * decode (L <= 32) and the older tiles: src/kernels/sm90/w4a4/sm90_w4a4_gemm.cuh, `mma.sync`
-//    m16n8k32 s8 on nibbles of both operands widened in registers; X1 packed INT4.
+//  * src/kernels/sm90/w4a4/sm90_w4a4_gemm.cuh, `mma.sync` m16n8k32 s8 on nibbles of both operands
+//    widened in registers, X1 packed INT4: the heuristic's choice at every L (the 32x32 decode tile
+//    up to 32 tokens, the 32x64 tile above: measured fastest, src/w4a4_heuristic.h);
+//  * src/kernels/sm90/w4a4/sm90_w4a4_wgmma.cuh, CUTLASS's TMA warp-specialized mixed-input mainloop
+//    with s8·s8 → s32 `wgmma`; the INT4 weight is widened in registers, the activations are read as
+//    int8 codes (the "int8 staging" of X1, below). Correct, but not yet faster than the mma.sync
+//    tiles (docs/performance.md); it runs for an int8 X1 or when asked for by options.config.
 //
 // X1 staging (docs/formats.md §5): the activation quantizer writes X1 either packed (DType::kI4x2,
 // [L, D1/2] bytes) or as int8 codes (DType::kI8, [L, D1], one code per byte, the same codes). Each
 // configuration reads one of them (w4a4_x1_dtype). Typical use:
 //     LinearPlan p = w4a4_plan(L, D, D1, r, {}, 0);       // the configuration the heuristic picks
-//     DType s = w4a4_x1_dtype(p);                            // kI8 for L > 32, kI4x2 for decode
+//     DType s = w4a4_x1_dtype(p);                            // today kI4x2 at every L
 //     w4a4_quantize_activations(x, group, l1, x1_as_s, ...); w4a4_linear(x1_as_s, ...);
 // w4a4_linear with options.config == -1 picks among the configurations that read x1's dtype, so
-// either staging always runs (packed X1 at L > 32 takes the slower mma.sync tiles).
+// either staging always runs (an int8 X1 takes the wgmma kernel).
 //
 // Every entry point validates its operands before it touches the GPU and throws qsgemm::Error naming
 // the operand and the values (qsgemm/error.h). All functions are stream-ordered and never allocate,
@@ -69,7 +71,7 @@ std::string w4a4_config_name(int index);
 // The index of the configuration named `name`; kInvalidArgument listing the valid names otherwise.
 int w4a4_config_index(const std::string& name);
 // The configuration the heuristic prefers over the whole table (src/w4a4_heuristic.h): L <= 32 the
-// mma.sync decode tile (X1 kI4x2), else the wgmma prefill kernel (X1 kI8). w4a4_linear with
+// mma.sync decode tile, else the mma.sync 32x64 tile (both X1 kI4x2). w4a4_linear with
 // options.config == -1 runs this one when x1 has the dtype it reads (w4a4_x1_dtype), else the
 // heuristic's choice among the rows reading x1's dtype. sm_count > 0, L >= 0, D > 0
 // (kInvalidArgument otherwise).

@@ -13,8 +13,8 @@ Schemas::
 
 Dtypes (docs/formats.md §5): packed INT4 is ``torch.uint8`` with K/2 columns (two signed values
 -8..7 per byte, the even k in the low nibble); the activations' int8 staging (``int8=True``) is
-``torch.int8`` [M, K], one code per byte: what the wgmma prefill kernel reads (``w4a4_linear`` takes
-either; ``w4a4_x1_int8(M)`` says which one the library's heuristic runs fastest); scales float32, weight scales [N, K/group] row-major,
+``torch.int8`` [M, K], one code per byte: what the wgmma kernel reads (``w4a4_linear`` takes
+either; ``w4a4_x1_int8(M)`` says which one the library's heuristic prefers); scales float32, weight scales [N, K/group] row-major,
 activation scales [M, K/group] M-major (strides (1, M)); the low-rank operands x2 [M, r], w2 [N, r]
 and lora_down [r, K] are bfloat16; r = 0, 16, ..., 128; group 64 or 128; K % group == 0; N % 8 == 0.
 """
@@ -39,17 +39,17 @@ __all__ = [
 
 W4A4_GROUPS = (64, 128)
 W4A4_MAX_RANK = 128
-# Tokens up to which the library's heuristic runs the mma.sync decode tile (packed X1); above it the
-# wgmma prefill kernel (int8 X1). src/w4a4_heuristic.cpp; the library runs either staging, this only
-# picks the faster one.
-W4A4_DECODE_MAX_L = 32
+# The staging the library's heuristic reads (src/w4a4_heuristic.h): packed INT4 at every token count
+# today (the mma.sync tiles measured faster than the wgmma kernel that reads int8 codes). The library
+# runs either staging; this only picks the faster one.
+W4A4_INT8_MIN_L = None  # no token count prefers the int8 staging yet
+_ops = torch.ops.qsgemm
 
 
 def w4a4_x1_int8(M: int) -> bool:
-    """Whether activations of M tokens should be quantized into the int8 staging (the wgmma prefill
-    kernel's operand) rather than packed INT4 (the decode kernel's)."""
-    return M > W4A4_DECODE_MAX_L
-_ops = torch.ops.qsgemm
+    """Whether activations of M tokens should be quantized into the int8 staging (the wgmma kernel's
+    operand) rather than packed INT4 (the mma.sync kernels'): what the library's heuristic runs."""
+    return W4A4_INT8_MIN_L is not None and M >= W4A4_INT8_MIN_L
 
 
 @torch.library.register_fake("qsgemm::w4a4_pack_weight")
@@ -97,8 +97,8 @@ def w4a4_quantize_activations(
     """Quantize activations X [M, K] (bf16/fp16/fp32, contiguous) to INT4 groups, the low-rank
     down-projection fused: returns (x1, x_scale float32 [M, K/group] M-major, x2 = X·lora_downᵀ
     bf16 [M, r] from the unquantized X, or None without lora_down). x1 is packed uint8 [M, K/2], or
-    with ``int8=True`` the int8 staging [M, K] (the same codes, one per byte; faster in w4a4_linear
-    for M > 32, see w4a4_x1_int8). lora_down: bf16 [r, K], r a multiple of 16 up to 128."""
+    with ``int8=True`` the int8 staging [M, K] (the same codes, one per byte, the wgmma kernel's
+    operand; see w4a4_x1_int8). lora_down: bf16 [r, K], r a multiple of 16 up to 128."""
     if int8:
         return _call(_wq, x, group, lora_down, True)
     if lora_down is None:

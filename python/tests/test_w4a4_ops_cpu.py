@@ -252,4 +252,4 @@ def test_int8_staging_is_the_unpacked_codes_and_computes_the_same(group):
     assert torch.equal(ops.w4a4_linear(q8, qs, w1, ws, group, qx2, w2), ops.w4a4_linear(p1, ps, w1, ws, group, px2, w2))
     with pytest.raises(ValueError, match="expected K=256"):
         ops.w4a4_linear(q8[:, :128].contiguous(), qs, w1, ws, group)
-    assert ops.w4a4_x1_int8(33) and not ops.w4a4_x1_int8(32)
+    assert not ops.w4a4_x1_int8(32) and not ops.w4a4_x1_int8(4096)  # the mma.sync tiles (packed) are faster

@@ -200,8 +200,10 @@ TEST(W4A4Validation, X1Staging) {
   expect_error([] { w4a4_x1_dtype(-1); }, Status::kInvalidArgument, "outside", "config");
   expect_error([] { w4a4_x1_dtype(w4a4_num_configs()); }, Status::kInvalidArgument, "outside", "config");
   W4A4Options o;
-  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(2048, 4096, 4096, 64, o, 132)), DType::kI8);
+  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(2048, 4096, 4096, 64, o, 132)), DType::kI4x2);  // the 32x64 tile
   EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(16, 4096, 4096, 64, o, 132)), DType::kI4x2);
+  o.config = wg;
+  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(2048, 4096, 4096, 64, o, 132)), DType::kI8);
   EXPECT_STREQ(dtype_name(DType::kI8), "int8");
   EXPECT_EQ(dtype_size(DType::kI8), 1);
 }
@@ -346,40 +348,26 @@ TEST(W4A4Configs, TableAndNames) {
   expect_error([] { w4a4_config_index("nope"); }, Status::kInvalidArgument, "128x128x128_w2x4", "name");
 }
 
-// The whole table: decode sizes the mma.sync decode tile (packed X1), larger L the wgmma kernel.
-TEST(W4A4Heuristic, DecodeThenWgmma) {
-  const int dec = w4a4_config_index("32x32x128_w1x2_k4_s8"), wg = w4a4_config_index("128x128x128_wgmma_coop");
+// The whole table: decode sizes the mma.sync decode tile, larger L the mma.sync 32x64 tile (both
+// packed X1; measured faster than the wgmma kernel, src/w4a4_heuristic.h); an int8 X1 the wgmma row.
+TEST(W4A4Heuristic, DecodeThenSmallTile) {
+  const int dec = w4a4_config_index("32x32x128_w1x2_k4_s8"), small = w4a4_config_index("32x64x128_w1x4"),
+            wg = w4a4_config_index("128x128x128_wgmma_coop");
   for (int64_t L : {0, 1, 16, 32}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), dec) << L;
-  for (int64_t L : {33, 64, 128, 256, 2048, 8192}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), wg) << L;
-  EXPECT_EQ(w4a4_choose_config(64, 256, 4096, 0, 132), wg);
+  for (int64_t L : {33, 64, 128, 256, 2048, 8192}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), small) << L;
+  EXPECT_EQ(w4a4_choose_config(64, 256, 4096, 0, 132), small);
   expect_error([] { w4a4_choose_config(1, 4096, 4096, 0, 0); }, Status::kInvalidArgument, "sm_count=0", "sm_count");
   W4A4Options o;
-  EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, wg);
+  EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, small);
+  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(2048, 4096, 4096, 64, o, 132)), DType::kI4x2);
   EXPECT_EQ(w4a4_plan(32, 4096, 4096, 64, o, 132).config, dec);
-  // int8 X1: the wgmma row at every L (the only row that reads it).
-  for (int64_t L : {1, 32, 33, 4096})
-    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 4096, 4096, 64, 132, DType::kI8), wg) << L;
-}
-
-// Packed X1 (what w4a4_linear's heuristic uses for a kI4x2 x1): the mma.sync tiles by wave count.
-TEST(W4A4Heuristic, DecodeNarrowSquare) {
-  const int dec = w4a4_config_index("32x32x128_w1x2_k4_s8"), small = w4a4_config_index("32x64x128_w1x4"),
-            nar = w4a4_config_index("64x128x128_w2x4"), sq = w4a4_config_index("128x128x128_w2x4");
-  auto packed = [](int64_t L, int64_t D, int rank) {
-    return kernels::w4a4_choose_for_x1(L, D, 4096, rank, 132, DType::kI4x2);
-  };
-  for (int64_t L : {0, 1, 16, 32}) EXPECT_EQ(packed(L, 4096, 64), dec) << L;
-  EXPECT_EQ(packed(33, 4096, 64), small);   // 2 x 64 = 128 CTAs >= 99
-  EXPECT_EQ(packed(128, 4096, 64), small);  // 64x128: 2 x 32 = 64 < 99
-  EXPECT_EQ(packed(256, 4096, 64), nar);    // 4 x 32 = 128
-  EXPECT_EQ(packed(512, 4096, 0), sq);      // 4 x 32 = 128
-  EXPECT_EQ(packed(2048, 4096, 64), sq);    // 16 x 32 = 512
-  EXPECT_EQ(packed(64, 256, 64), dec);      // 32x64: 2 x 4 = 8 CTAs; decode 16
-  W4A4Options o;
-  const int wg = w4a4_config_index("128x128x128_wgmma_coop");
-  EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, wg);
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).split_k, 1);
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).workspace_bytes, 0u);
+  // Packed X1 (w4a4_linear with a kI4x2 x1) follows the same rule; int8 X1 the wgmma row at every L.
+  for (int64_t L : {1, 32, 33, 4096}) {
+    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 4096, 4096, 64, 132, DType::kI4x2), L <= 32 ? dec : small) << L;
+    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 4096, 4096, 64, 132, DType::kI8), wg) << L;
+  }
   o.config = dec;
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, dec);
   expect_error([&] { w4a4_plan(16, 4096, 4096, 40, o, 132); }, Status::kInvalidArgument, "rank r=40", "rank");
