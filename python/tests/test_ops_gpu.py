@@ -1,7 +1,8 @@
 """GPU tests of the qsgemm ops (CUDA sm_90). Skipped with the reason on a machine without one; failed
 instead when QSGEMM_REQUIRE_GPU=1 (scripts/device_check.sh sets it on the H200)."""
 
-import time
+import importlib.util
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +13,18 @@ import reference as ref
 from test_ops_cpu import opcheck_cases
 
 pytestmark = pytest.mark.usefixtures("gpu")
+
+
+def _load_bench(name):
+    """A script of bench/ as a module (the host-overhead timing is bench/host_overhead.py's)."""
+    path = Path(__file__).resolve().parents[2] / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"qsgemm_bench_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_host_overhead = _load_bench("host_overhead")
 E4M3 = torch.float8_e4m3fn
 MS = [1, 77, 288]
 
@@ -285,20 +298,7 @@ def test_host_overhead_sparse24_linear(capsys):
                                                                   out_dtype=torch.bfloat16)),
     )
     for name, fn in fns:
-        for _ in range(100):
-            fn()
-        torch.cuda.synchronize()
-        best = float("inf")
-        for _ in range(3):
-            total = 0.0
-            for _ in range(10):
-                t0 = time.perf_counter()
-                for _ in range(100):
-                    fn()
-                total += time.perf_counter() - t0
-                torch.cuda.synchronize()
-            best = min(best, total / 1000 * 1e6)
-        results[name] = best
+        results[name] = _host_overhead.host_us(fn)
     with capsys.disabled():  # the figure goes to the log even when the test passes
         for name, us in results.items():
             print(f"\nhost overhead per eager call, {name} (M=16, N={N}, K={K}): {us:.2f} us")
