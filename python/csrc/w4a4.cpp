@@ -10,9 +10,10 @@
 //   w4a4_linear.out(..., Tensor? bias=None, *, Tensor(a!) out) -> ()
 //
 // Packed INT4 (docs/formats.md §5) is torch.uint8 [rows, K/2] (two signed values per byte, even k
-// in the low nibble); the activations' int8 staging (int8=True) is torch.int8 [M, K], one code per
-// byte, what the wgmma prefill kernel reads (w4a4_linear takes either); scales float32: weights [N, K/group] row-major, activations [M, K/group]
-// M-major (strides (1, M): the transpose of a contiguous [K/group, M]); x2, w2, lora_down bf16.
+// in the low nibble); the activations' int8 staging (int8=True) is torch.int8 [M, K], one code in
+// -8..7 per byte, what the wgmma kernel reads (w4a4_linear takes either). Scales float32: weights
+// [N, K/group] row-major, activations [M, K/group] M-major (strides (1, M): the transpose of a
+// contiguous [K/group, M]); x2, w2, lora_down bf16.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
