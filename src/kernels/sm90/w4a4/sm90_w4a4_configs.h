@@ -50,7 +50,8 @@ struct W4A4Config {
   DType x1_dtype() const { return kernel == W4A4Kernel::kWgmma ? DType::kI8 : DType::kI4x2; }
 };
 
-// Rows 0-3: the mma.sync kernel. Row 4: the Hopper-native prefill kernel (sm90_w4a4_wgmma.cuh):
+// Rows 0-3: the mma.sync kernel. Row 4: the wgmma kernel (sm90_w4a4_wgmma.cuh; correct, not yet
+// faster than the 32x64 mma.sync tile, so the heuristic does not take it):
 // CUTLASS's mixed-input collective, warp-specialized cooperative (two consumer warp groups of 64 D
 // rows each, one TMA producer warp), persistent; the INT4 weight is wgmma's A operand (widened to
 // int8 in registers), X1 the int8 B operand. Its tile is 128 (L) x 128 (D) x 128 (K).
