@@ -202,7 +202,13 @@ void w4a4_linear(const MatrixView& x1, const float* x_scale, int64_t ld_x_scale,
   a.group = group;
   a.device = dev.device;
   a.sm_count = dev.sm_count;
-  const bool wgmma = kernels::kW4A4Configs[config].kernel == kernels::W4A4Kernel::kWgmma;
+  const kernels::W4A4Kernel kind = kernels::kW4A4Configs[config].kernel;
+  if (kind == kernels::W4A4Kernel::kDecode) {
+    kernels::run_w4a4_decode(a, config, stream);
+    detail::check_launch(fn, "sm90_w4a4_decode");
+    return;
+  }
+  const bool wgmma = kind == kernels::W4A4Kernel::kWgmma;
   switch (y.dtype) {
     case DType::kBF16: wgmma ? kernels::run_w4a4_wgmma_bf16(a, config, stream) : kernels::run_w4a4_gemm_bf16(a, config, stream); break;
     case DType::kF16: wgmma ? kernels::run_w4a4_wgmma_f16(a, config, stream) : kernels::run_w4a4_gemm_f16(a, config, stream); break;

@@ -1,11 +1,12 @@
-// The W4A4 heuristic (src/w4a4_heuristic.h): the measured fastest row per staging.
+// The W4A4 heuristic (src/w4a4_heuristic.h): the measured fastest row per staging and L band.
 #include "w4a4_heuristic.h"
 
 namespace qsgemm::kernels {
 
 int w4a4_choose_for_x1(int64_t L, int64_t /*D*/, int64_t /*D1*/, int /*rank*/, int /*sm_count*/, DType x1) {
   if (x1 == DType::kI8) return w4a4_detail::kWgmma;
-  return L <= kW4A4DecodeMaxL ? w4a4_detail::kDecode : w4a4_detail::kSmall;
+  if (L > kW4A4DecodeMaxL) return w4a4_detail::kSmall;
+  return L <= 8 ? w4a4_detail::kDecode8 : (L <= 16 ? w4a4_detail::kDecode16 : w4a4_detail::kDecode32);
 }
 
 int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count) {

@@ -159,7 +159,7 @@ TEST(W4A4Validation, ScalesBiasOptions) {
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "does not split K", "options.split_k");
   c = Case{};
   c.opt.config = w4a4_num_configs();
-  expect_error([&] { c.run(); }, Status::kInvalidArgument, "is outside [-1, 5)", "options.config");
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "is outside [-1, " + std::to_string(w4a4_num_configs()) + ")", "options.config");
 }
 
 // X1 in either staging: packed INT4 [L, D1/2] or int8 codes [L, D1]; an explicit configuration must
@@ -319,12 +319,23 @@ TEST(W4A4Validation, PackerRulesBeforeDevice) {
 TEST(W4A4Configs, TableAndNames) {
   ASSERT_EQ(w4a4_num_configs(), kernels::kW4A4NumConfigs);
   std::set<std::string> names;
-  int wgmma_rows = 0;
+  int wgmma_rows = 0, decode_rows = 0;
   for (int i = 0; i < w4a4_num_configs(); ++i) {
     const auto& c = kernels::kW4A4Configs[i];
     const std::string n = w4a4_config_name(i);
     EXPECT_TRUE(names.insert(n).second) << n;
     EXPECT_EQ(w4a4_config_index(n), i);
+    if (c.kernel == kernels::W4A4Kernel::kDecode) {  // 16/32 weight rows x 8/16/32 tokens, 8 warps split K
+      ++decode_rows;
+      EXPECT_EQ(n, "decode_" + std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "_k" +
+                       std::to_string(c.k_slices));
+      EXPECT_EQ(c.x1_dtype(), DType::kI4x2) << n;
+      EXPECT_TRUE(c.tile_m == 8 || c.tile_m == 16 || c.tile_m == 32) << n << ": 1, 2 or 4 n8 token blocks";
+      EXPECT_EQ(c.tile_n, c.tile_m == 32 ? 32 : 16) << n << ": one or two m16 tiles of weight rows";
+      EXPECT_EQ(c.k_slices, 8) << n;
+      EXPECT_EQ(c.threads(), 256) << n;
+      continue;
+    }
     if (c.kernel == kernels::W4A4Kernel::kWgmma) {  // CUTLASS's cooperative tile: 2 consumer warp groups
       ++wgmma_rows;
       EXPECT_EQ(n, std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x128_wgmma_coop");
@@ -344,32 +355,48 @@ TEST(W4A4Configs, TableAndNames) {
     EXPECT_LE(c.stages * (c.tile_m + c.tile_n) * 64, 48 * 1024) << n << ": the stages in static shared memory";
   }
   EXPECT_EQ(wgmma_rows, 1);
+  EXPECT_EQ(decode_rows, 3);
   expect_error([] { w4a4_config_name(-1); }, Status::kInvalidArgument, "outside", "index");
   expect_error([] { w4a4_config_index("nope"); }, Status::kInvalidArgument, "128x128x128_w2x4", "name");
 }
 
-// The whole table: decode sizes the mma.sync decode tile, larger L the mma.sync 32x64 tile (both
-// packed X1; measured faster than the wgmma kernel, src/w4a4_heuristic.h); an int8 X1 the wgmma row.
+// The whole table: L <= 16 the decode row with the fewest n8 token blocks that hold L, L <= 128 the
+// 32-token decode row, larger L the mma.sync 32x64 tile (both packed X1; measured faster than the wgmma kernel,
+// src/w4a4_heuristic.h); an int8 X1 the wgmma row.
 TEST(W4A4Heuristic, DecodeThenSmallTile) {
-  const int dec = w4a4_config_index("32x32x128_w1x2_k4_s8"), small = w4a4_config_index("32x64x128_w1x4"),
+  const int d8 = w4a4_config_index("decode_8x16_k8"), d16 = w4a4_config_index("decode_16x16_k8"),
+            d32 = w4a4_config_index("decode_32x32_k8"), small = w4a4_config_index("32x64x128_w1x4"),
             wg = w4a4_config_index("128x128x128_wgmma_coop");
-  for (int64_t L : {0, 1, 16, 32}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), dec) << L;
-  for (int64_t L : {33, 64, 128, 256, 2048, 8192}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), small) << L;
-  EXPECT_EQ(w4a4_choose_config(64, 256, 4096, 0, 132), small);
+  for (int64_t L : {0, 1, 7, 8}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d8) << L;
+  for (int64_t L : {9, 16}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d16) << L;
+  for (int64_t L : {17, 31, 32, 33, 64, 128}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d32) << L;
+  for (int64_t L : {129, 256, 2048, 8192}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), small) << L;
+  EXPECT_EQ(w4a4_choose_config(256, 256, 4096, 0, 132), small);
+  // Up to 32 tokens a decode row holds all of L in one token block (one weight pass); its tokens
+  // per CTA never shrink as L grows.
+  int prev_tokens = 0;
+  for (int64_t L = 1; L <= kernels::kW4A4DecodeMaxL; ++L) {
+    const auto& c = kernels::kW4A4Configs[w4a4_choose_config(L, 4096, 4096, 0, 132)];
+    EXPECT_EQ(c.kernel, kernels::W4A4Kernel::kDecode) << L;
+    if (L <= 32) EXPECT_GE(c.tile_m, L) << L;
+    EXPECT_GE(c.tile_m, prev_tokens) << L;
+    prev_tokens = c.tile_m;
+  }
   expect_error([] { w4a4_choose_config(1, 4096, 4096, 0, 0); }, Status::kInvalidArgument, "sm_count=0", "sm_count");
   W4A4Options o;
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, small);
   EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(2048, 4096, 4096, 64, o, 132)), DType::kI4x2);
-  EXPECT_EQ(w4a4_plan(32, 4096, 4096, 64, o, 132).config, dec);
+  EXPECT_EQ(w4a4_plan(32, 4096, 4096, 64, o, 132).config, d32);
+  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(1, 4096, 4096, 64, o, 132)), DType::kI4x2);
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).split_k, 1);
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).workspace_bytes, 0u);
   // Packed X1 (w4a4_linear with a kI4x2 x1) follows the same rule; int8 X1 the wgmma row at every L.
-  for (int64_t L : {1, 32, 33, 4096}) {
-    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 4096, 4096, 64, 132, DType::kI4x2), L <= 32 ? dec : small) << L;
+  for (int64_t L : {1, 32, 33, 128}) {
+    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 4096, 4096, 64, 132, DType::kI4x2), L <= 8 ? d8 : d32) << L;
     EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 4096, 4096, 64, 132, DType::kI8), wg) << L;
   }
-  o.config = dec;
-  EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, dec);
+  o.config = d8;
+  EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, d8);
   expect_error([&] { w4a4_plan(16, 4096, 4096, 40, o, 132); }, Status::kInvalidArgument, "rank r=40", "rank");
   o.split_k = 4;
   expect_error([&] { w4a4_plan(16, 4096, 4096, 64, o, 132); }, Status::kInvalidArgument, "does not split K",

@@ -10,14 +10,16 @@
 //    group of 128 or two groups of 64 (docs/formats.md §5), so each group's integer sum is promoted
 //    at a tile or half-tile boundary.
 //  * 128x128 (8 warps of 64x32) is the general tile; 64x128 (8 warps of 32x32) doubles the CTA count
-//    where 128-row tiles leave SMs idle; 32x64 (4 warps of 32x16) and 32x32 (2 warps of 32x16, 8
-//    stages, 4 K slices: 8 warps) are for decode sizes (L <= 32), where the weight stream dominates:
-//    the 32x32 tile puts twice the CTAs and seven K tiles per CTA in flight (about 28 KiB of loads
-//    per CTA, ~3.6 MB over the GPU at D = 4096), what a 4.8 TB/s memory needs to cover its latency,
-//    and its four K slices give each CTA eight warps to hide the MMA and shared-memory latency.
-//  * k_slices: warps splitting each K tile's k32 steps (sm90_w4a4_gemm.cuh); their partial float32
-//    tiles are added in shared memory at the end.
-//  * stages: the cp.async ring depth (all in static shared memory, <= 48 KiB).
+//    where 128-row tiles leave SMs idle; 32x64 (4 warps of 32x16) is the fastest mma.sync tile at
+//    prefill sizes.
+//  * The decode rows (kDecode, sm90_w4a4_decode.cu) are for L <= 32, where the weight stream is the
+//    whole cost: the weight is the MMA's A operand (m16 tiles of output channels, tile_n = 16 or 32),
+//    the tokens the n8 columns (tile_m = 8, 16 or 32 of them), and the eight warps of a CTA split K
+//    (k_slices = 8), each streaming its slice through its own cp.async ring.
+//  * k_slices: warps splitting K (sm90_w4a4_gemm.cuh: each K tile's k32 steps; the decode kernel:
+//    the groups); their partial float32 tiles are added in shared memory at the end, in slice order.
+//  * stages: the cp.async ring depth (all in static shared memory, <= 48 KiB); 0 where the kernel
+//    has none (decode) or CUTLASS sizes it (wgmma).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -34,6 +36,7 @@ namespace qsgemm::kernels {
 enum class W4A4Kernel : uint8_t {
   kMmaSync,  // sm90_w4a4_gemm.cuh: mma.sync, X1 packed INT4 (DType::kI4x2 [L][D1/2])
   kWgmma,    // sm90_w4a4_wgmma.cuh: CUTLASS TMA + wgmma, X1 int8 codes (DType::kI8 [L][D1])
+  kDecode,   // sm90_w4a4_decode.cu: mma.sync with the weight as A, split K, X1 packed INT4
 };
 
 struct W4A4Config {
@@ -50,17 +53,20 @@ struct W4A4Config {
   DType x1_dtype() const { return kernel == W4A4Kernel::kWgmma ? DType::kI8 : DType::kI4x2; }
 };
 
-// Rows 0-3: the mma.sync kernel. Row 4: the wgmma kernel (sm90_w4a4_wgmma.cuh; correct, not yet
+// Rows 0-2: the mma.sync kernel. Row 3: the wgmma kernel (sm90_w4a4_wgmma.cuh; correct, not yet
 // faster than the 32x64 mma.sync tile, so the heuristic does not take it):
 // CUTLASS's mixed-input collective, warp-specialized cooperative (two consumer warp groups of 64 D
 // rows each, one TMA producer warp), persistent; the INT4 weight is wgmma's A operand (widened to
 // int8 in registers), X1 the int8 B operand. Its tile is 128 (L) x 128 (D) x 128 (K).
+// Rows 4-6: the decode kernel, 8 / 16 / 32 tokens per CTA (any L runs: more CTAs along L).
 inline constexpr W4A4Config kW4A4Configs[] = {
     {"128x128x128_w2x4", 128, 128, 2, 4, 1, 3},
     {"64x128x128_w2x4", 64, 128, 2, 4, 1, 3},
     {"32x64x128_w1x4", 32, 64, 1, 4, 1, 3},
-    {"32x32x128_w1x2_k4_s8", 32, 32, 1, 2, 4, 8},
     {"128x128x128_wgmma_coop", 128, 128, 2, 1, 1, 0, W4A4Kernel::kWgmma},
+    {"decode_8x16_k8", 8, 16, 1, 1, 8, 0, W4A4Kernel::kDecode},
+    {"decode_16x16_k8", 16, 16, 1, 1, 8, 0, W4A4Kernel::kDecode},
+    {"decode_32x32_k8", 32, 32, 1, 1, 8, 0, W4A4Kernel::kDecode},
 };
 inline constexpr int kW4A4NumConfigs = static_cast<int>(sizeof(kW4A4Configs) / sizeof(kW4A4Configs[0]));
 
@@ -73,7 +79,7 @@ constexpr int w4a4_named(std::string_view name) {
 
 // Everything one GEMM launch reads: validated by src/w4a4.cpp.
 struct W4A4GemmArgs {
-  const uint8_t* x1 = nullptr;  // kMmaSync rows: packed [L][D1/2]; kWgmma rows: int8 [L][D1]; ld_x1 bytes
+  const uint8_t* x1 = nullptr;  // kMmaSync / kDecode rows: packed [L][D1/2]; kWgmma rows: int8 [L][D1]; ld_x1 bytes
   int64_t ld_x1 = 0;
   const uint8_t* w1 = nullptr;  // packed [D][D1/2], ld_w1 bytes
   int64_t ld_w1 = 0;
@@ -101,6 +107,8 @@ struct W4A4GemmArgs {
 void run_w4a4_gemm_bf16(const W4A4GemmArgs& a, int config, cudaStream_t stream);
 void run_w4a4_gemm_f16(const W4A4GemmArgs& a, int config, cudaStream_t stream);
 void run_w4a4_gemm_f32(const W4A4GemmArgs& a, int config, cudaStream_t stream);
+// The kDecode rows, every output dtype (sm90_w4a4_decode.cu).
+void run_w4a4_decode(const W4A4GemmArgs& a, int config, cudaStream_t stream);
 // The kWgmma rows, one launcher per output dtype (sm90_w4a4_wgmma_<dtype>.cu).
 void run_w4a4_wgmma_bf16(const W4A4GemmArgs& a, int config, cudaStream_t stream);
 void run_w4a4_wgmma_f16(const W4A4GemmArgs& a, int config, cudaStream_t stream);

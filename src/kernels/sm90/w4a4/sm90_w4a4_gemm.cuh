@@ -38,67 +38,14 @@
 
 #include "kernels/sm90/common/small_int_to_float.cuh"
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
+#include "kernels/sm90/w4a4/sm90_w4a4_ptx.cuh"
 
 namespace qsgemm::kernels {
 namespace w4a4_gemm {
 
+using namespace w4a4_ptx;
+
 constexpr int kRowBytes = 64;  // one 128-wide K tile of a packed INT4 row
-
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// Nibbles -> s8 bytes holding 16·v (see 2. above).
-__device__ __forceinline__ uint32_t even_nibbles(uint32_t w) { return (w << 4) & 0xF0F0F0F0u; }
-__device__ __forceinline__ uint32_t odd_nibbles(uint32_t w) { return w & 0xF0F0F0F0u; }
-
-__device__ __forceinline__ void mma_s8(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                       uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-// The same with C = 0: the first MMA of a group starts its integer sums (no zeroing instructions).
-__device__ __forceinline__ void mma_s8_zero_c(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                              uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};\n"
-      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
-}
-__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-template <class T>
-__device__ __forceinline__ float to_f32(T v);
-template <>
-__device__ __forceinline__ float to_f32<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <>
-__device__ __forceinline__ float to_f32<__half>(__half v) { return __half2float(v); }
-
-__device__ __forceinline__ void store2(float* p, float a, float b) { *reinterpret_cast<float2*>(p) = make_float2(a, b); }
-__device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
-  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
-}
-__device__ __forceinline__ void store2(__half* p, float a, float b) {
-  *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
-}
 
 // KS: warps per output sub-tile that split each K tile's four k32 MMA steps among themselves (1: no
 // split). Warp slice wk runs the steps s of half h with (2h + s) % KS == wk and promotes its own
@@ -358,17 +305,18 @@ constexpr bool row_is(int m, int n, int wm, int wn, int ks, int s) {
 }
 template <class OutT>
 void run(const W4A4GemmArgs& a, int config, cudaStream_t stream) {
-  static_assert(kW4A4NumConfigs == 5 && kW4A4Configs[4].kernel == W4A4Kernel::kWgmma,
-                "every mma.sync row of kW4A4Configs has a case here (the wgmma rows: sm90_w4a4_wgmma.cuh)");
-  static_assert(row_is<0>(128, 128, 2, 4, 1, 3) && row_is<1>(64, 128, 2, 4, 1, 3) && row_is<2>(32, 64, 1, 4, 1, 3) &&
-                    row_is<3>(32, 32, 1, 2, 4, 8),
+  static_assert(kW4A4NumConfigs == 7 && kW4A4Configs[3].kernel == W4A4Kernel::kWgmma &&
+                    kW4A4Configs[4].kernel == W4A4Kernel::kDecode && kW4A4Configs[5].kernel == W4A4Kernel::kDecode &&
+                    kW4A4Configs[6].kernel == W4A4Kernel::kDecode,
+                "every mma.sync row of kW4A4Configs has a case here (wgmma rows: sm90_w4a4_wgmma.cuh, decode "
+                "rows: sm90_w4a4_decode.cu)");
+  static_assert(row_is<0>(128, 128, 2, 4, 1, 3) && row_is<1>(64, 128, 2, 4, 1, 3) && row_is<2>(32, 64, 1, 4, 1, 3),
                 "the instantiations below match the table's rows");
   switch (config) {
     case 0: return launch<128, 128, 2, 4, 1, 3, OutT>(a, stream);
     case 1: return launch<64, 128, 2, 4, 1, 3, OutT>(a, stream);
     case 2: return launch<32, 64, 1, 4, 1, 3, OutT>(a, stream);
-    case 3: return launch<32, 32, 1, 2, 4, 8, OutT>(a, stream);
-    default: break;  // w4a4_linear sends the kWgmma rows to run_w4a4_wgmma_<dtype>
+    default: break;  // w4a4_linear sends the other rows to their own launchers
   }
 }
 

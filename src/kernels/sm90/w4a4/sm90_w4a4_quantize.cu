@@ -35,12 +35,15 @@
 #include <type_traits>
 
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
+#include "kernels/sm90/w4a4/sm90_w4a4_ptx.cuh"
 #include "per_device_once.h"
 #include "validate.h"
 #include "qsgemm/w4a4.h"
 
 namespace qsgemm::kernels {
 namespace {
+
+using namespace w4a4_ptx;
 
 constexpr int kRows = 16;
 constexpr int kChunk = 128;
@@ -85,13 +88,6 @@ inline constexpr bool kX2OnTensorCores = std::is_same_v<InT, __nv_bfloat16>;
 __device__ __forceinline__ uint32_t bf16x2(float lo, float hi) {  // exact: the values are bf16
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&v);
-}
-__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 __device__ __forceinline__ int int4_code(float x, float s) {
@@ -261,15 +257,6 @@ constexpr int kStageXBytes = kRows * kRawRowBytes;             // 4352
 __host__ __device__ inline int stage_bytes(int rank) { return kStageXBytes + rank * kRawRowBytes; }
 inline int pipelined_smem_bytes(int rank) { return kQStages * stage_bytes(rank); }
 static_assert(kRawRowBytes % 16 == 0 && kStageXBytes % 16 == 0, "16-byte cp.async destinations");
-
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
 __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_bf16_pipelined_kernel(const W4A4QuantArgs a) {
   extern __shared__ __align__(16) uint8_t qsmem[];

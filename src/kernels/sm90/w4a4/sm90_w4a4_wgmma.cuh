@@ -51,6 +51,7 @@
 #include "kernels/sm90/common/cutlass_smem.cuh"
 #include "kernels/sm90/common/small_int_to_float.cuh"
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
+#include "kernels/sm90/w4a4/sm90_w4a4_ptx.cuh"
 #include "validate.h"
 
 namespace qsgemm::kernels::sm90_w4a4_wgmma {
@@ -72,14 +73,6 @@ struct Extra {
   int M = 0, N = 0;                      // D, L
   typename Scheduler::Params sched{};    // the kernel's scheduler parameters (run() copies them in)
 };
-
-__device__ __forceinline__ void mma_bf16_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                               uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 template <class Base>
 struct W4A4Mainloop : Base {
@@ -290,7 +283,7 @@ struct W4A4Mainloop : Base {
                                ? __ldg(reinterpret_cast<const uint2*>(ex.x2 + static_cast<int64_t>(nb) * ex.ld_x2 + k0 + 4 * t))
                                : make_uint2(0, 0);
           float c[4] = {accum(4 * j), accum(4 * j + 1), accum(4 * j + 2), accum(4 * j + 3)};
-          mma_bf16_16816(c, wa.x, wb.x, wa.y, wb.y, xb.x, xb.y);
+          w4a4_ptx::mma_bf16(c, wa.x, wb.x, wa.y, wb.y, xb.x, xb.y);
           accum(4 * j) = c[0];
           accum(4 * j + 1) = c[1];
           accum(4 * j + 2) = c[2];

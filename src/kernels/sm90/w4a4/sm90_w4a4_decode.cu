@@ -1,0 +1,413 @@
+// The W4A4 + low-rank decode GEMM (the kDecode rows of sm90_w4a4_configs.h), for L <= 32 tokens:
+//
+//   Y[L,D] = Σ_g sx[l,g]·sw[d,g]·Σ_{k∈g} x1[l,k]·w1[d,k]  +  Σ_r x2[l,r]·w2[d,r]  (+ bias[d])
+//
+// At decode sizes the packed weight is nearly all the bytes, so the kernel is a weight stream:
+//  * The weight is the A operand of mma.sync m16n8k32 s8 (16 output channels per MMA), the tokens
+//    the n8 columns: NB = 1, 2 or 4 n8 blocks per CTA (8, 16, 32 tokens), so a single token wastes
+//    7/8 of an MMA, not 31/32 as with tokens as A. MT = 1 or 2 m16 tiles of weight rows per CTA (2
+//    with 32 tokens, so the weight, not X1, is most of each stage).
+//  * The CTA's 8 warps split the K groups (contiguous runs of whole groups, so every integer sum is
+//    one group's). Each warp streams its slice through its own cp.async ring in shared memory (no
+//    CTA barrier in the K loop): a stage is 64 bytes of every weight row and token (two groups of
+//    64 or one of 128) plus their scales; ~13.5 KiB of ring per warp keeps ~200 KiB of loads in
+//    flight per SM at two CTAs per SM, what the memory's latency needs, without spending registers.
+//  * Which bytes a thread multiplies: thread t (lane % 4) takes bytes [t·G/8, (t+1)·G/8) of a
+//    group's row slice in rows gid and gid + 8 (gid = lane / 4) and in token row gid of each n8
+//    block. Each 32-bit word (8 values) widens to two s8 registers holding 16·v
+//    (w4a4_ptx::even_nibbles / odd_nibbles): the thread's k positions 4t..4t+3 and 16+4t..16+4t+3
+//    of one m16n8k32 MMA, in A and B alike. A and B agree on the actual k of every position, so the
+//    dot products are right without shuffles (G/32 MMAs per group).
+//  * Per group: the exact s32 sums (at most 128·64·256 = 2^21) become floats without I2F (an integer
+//    add and an FFMA that also applies the 2^-8 of the 16·v bytes, exactly), then
+//    acc = fma(sw·sx, sum, acc) in float32.
+//  * Low rank: the r/16 bf16 m16n8k16 steps go round-robin to the warps, into the same accumulators.
+//  * The 8 warps' float32 tiles are added in shared memory in warp order (deterministic), then
+//    + bias, convert, store.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
+#include "kernels/sm90/w4a4/sm90_w4a4_ptx.cuh"
+#include "per_device_once.h"
+#include "validate.h"
+
+namespace qsgemm::kernels {
+namespace {
+
+using namespace w4a4_ptx;
+
+constexpr int kWarps = 8;  // K slices per CTA (the rows' k_slices)
+
+__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+
+// s32 group sum of 16·x·16·w products -> the float sum of x·w, exactly: the sum is below 2^22 in
+// magnitude, so 1.5·2^23 + v is a float exactly (small_int_to_float.cuh); one FFMA scales by 2^-8
+// and removes the offset (1.5·2^23·2^-8 = 49152), both exact.
+__device__ __forceinline__ float group_sum_to_float(int32_t v) {
+  return fmaf(__int_as_float(v + 0x4B400000), 0.00390625f, -49152.0f);
+}
+
+template <class OutT>
+__device__ __forceinline__ float bias_at(const W4A4GemmArgs& a, int64_t d) {
+  if (a.bias == nullptr) return 0.0f;
+  if (a.bias_f32) return static_cast<const float*>(a.bias)[d];
+  if constexpr (sizeof(OutT) == 2) return w4a4_ptx::to_f32(static_cast<const OutT*>(a.bias)[d]);
+  return static_cast<const float*>(a.bias)[d];
+}
+
+// One instantiation's geometry: MT m16 tiles of weight rows and NB n8 blocks of tokens per CTA; each
+// warp's ring holds S stages of SW bytes of every row (SW·2/G whole groups) plus their scales.
+// SW = 0: no ring, the registers stream (one n8 block, one m16 tile; see the kernel).
+template <int G, int NB, int MT, int SW>
+struct Geometry {
+  static constexpr int kRows = 16 * MT;                     // weight rows per CTA
+  static constexpr int kToks = 8 * NB;                      // tokens per CTA
+  static constexpr int kStageRows = kRows + kToks;          // SW-byte rows of a stage
+  static constexpr int kGps = SW * 2 / G;                   // groups per stage
+  static constexpr int kChunks = SW / 16;                   // 16-byte chunks per stage row
+  static constexpr int kFloatOff = kStageRows * SW;         // the scales after the codes
+  static constexpr int kStageBytes = kStageRows * (SW + 4 * kGps);
+  // ~13.5 KiB of ring per warp: two CTAs (16 warps) per SM keep ~200 KiB of loads in flight.
+  static constexpr int kStages = SW == 0 ? 0 : ((13824 / kStageBytes) < 2 ? 2 : (13824 / kStageBytes));
+  static constexpr int kRedBytes = kWarps * MT * NB * 4 * 32 * 4;  // the warps' partial tiles
+  static constexpr int kRingBytes = kWarps * kStages * kStageBytes;
+  static constexpr int kSmemBytes = kRingBytes > kRedBytes ? kRingBytes : kRedBytes;
+  static_assert(SW == 0 || SW == 64 || SW == 128 || SW == 256, "stage rows of 4, 8 or 16 chunks");
+  static_assert(SW != 0 || (NB == 1 && MT == 1), "the register stream has one n8 block and one m16 tile");
+  static_assert(kStageBytes % 16 == 0 && kFloatOff % 16 == 0, "16-byte cp.async destinations");
+};
+
+// A packed word pair / quad straight from global memory into registers, bypassing L1 (read once).
+template <int W>
+__device__ __forceinline__ void load_stream(uint32_t (&r)[W], const uint8_t* p) {
+  if constexpr (W == 2) {
+    asm("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "l"(p));
+  } else {
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+        : "l"(p));
+  }
+}
+
+// The s8 MMAs of one group and its promotion into one m16n8 float tile: wa / wb the packed words of
+// rows gid / gid + 8, xw those of token gid, sa / sb the rows' scales, sc the columns' (2t, 2t + 1).
+template <int kW>
+__device__ __forceinline__ void group_mma(float (&acc)[4], const uint32_t (&wa)[kW], const uint32_t (&wb)[kW],
+                                          const uint32_t (&xw)[kW], float sa, float sb, float sc0, float sc1) {
+  int p[4];
+#pragma unroll
+  for (int w = 0; w < kW; ++w) {
+    const uint32_t a0 = even_nibbles(wa[w]), a2 = odd_nibbles(wa[w]);
+    const uint32_t a1 = even_nibbles(wb[w]), a3 = odd_nibbles(wb[w]);
+    const uint32_t b0 = even_nibbles(xw[w]), b1 = odd_nibbles(xw[w]);
+    if (w == 0)
+      mma_s8_zero_c(p, a0, a1, a2, a3, b0, b1);
+    else
+      mma_s8(p, a0, a1, a2, a3, b0, b1);
+  }
+  // C fragment: p[0], p[1] row gid (sa), p[2], p[3] row gid + 8 (sb); columns 2t, 2t + 1.
+  acc[0] = fmaf(sa * sc0, group_sum_to_float(p[0]), acc[0]);
+  acc[1] = fmaf(sa * sc1, group_sum_to_float(p[1]), acc[1]);
+  acc[2] = fmaf(sb * sc0, group_sum_to_float(p[2]), acc[2]);
+  acc[3] = fmaf(sb * sc1, group_sum_to_float(p[3]), acc[3]);
+}
+
+// Chunk c (16 bytes) of stage row r is stored at chunk c ^ f(r), so that the fragment loads of a
+// phase hit distinct banks: group 64 (8-byte loads, a half warp = rows r..r+3, 32 bytes each) needs
+// the four rows' 32-byte pieces on different bank octets; group 128 (16-byte loads, a quarter warp
+// = rows r, r+1, 64 bytes each) the two rows' 64-byte pieces on different bank halves.
+template <int G, int SW>
+__device__ __forceinline__ int swz(int r, int c) {
+  int f;
+  if constexpr (SW == 64) f = r & 2;                          // rows 64 B apart: r, r+1 already differ
+  else if constexpr (G == 64) f = (r & 3) << 1;               // 128/256-B rows start on bank 0
+  else f = (r & 1) << 2;
+  return r * SW + ((c ^ f) << 4);
+}
+
+template <int G, int NB, int MT, int SW, class OutT>
+__global__ void __launch_bounds__(kWarps * 32, 2) sm90_w4a4_decode_kernel(const W4A4GemmArgs a) {
+  using Geo = Geometry<G, NB, MT, SW>;
+  constexpr int kRows = Geo::kRows, kToks = Geo::kToks, kSR = Geo::kStageRows, kGps = Geo::kGps;
+  constexpr int kW = G / 32;  // packed words per thread, row and group (G/8 bytes)
+  extern __shared__ __align__(16) uint8_t smem[];
+
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
+  const int gid = lane >> 2, t = lane & 3;
+  // One linear grid, token blocks fastest: the CTAs of one weight-row block run next to each other,
+  // so the weight comes from DRAM once and from L2 for the other token blocks.
+  const int64_t token_blocks = (a.L + kToks - 1) / kToks;
+  const int64_t d0 = static_cast<int64_t>(blockIdx.x) / token_blocks * kRows;
+  const int64_t l0 = static_cast<int64_t>(blockIdx.x) % token_blocks * kToks;
+  const int ng = static_cast<int>(a.D1 / G);
+  const int g_begin = warp * ng / kWarps, g_end = (warp + 1) * ng / kWarps;
+  float acc[MT][NB][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][nb][e] = 0.0f;
+
+  if constexpr (SW > 0) {
+    constexpr int S = Geo::kStages;
+    const int n_stages = (g_end - g_begin + kGps - 1) / kGps;
+    uint8_t* ring = smem + warp * S * Geo::kStageBytes;
+
+    // Stage s of this warp's groups into slot s % S; rows past D, tokens past L and groups past g_end
+    // are zero-filled (cp.async's source size 0), so they contribute 0 with no branch in the math.
+    auto issue = [&](int s) {
+      uint8_t* base = ring + (s % S) * Geo::kStageBytes;
+      const int gs = g_begin + s * kGps;
+#pragma unroll
+      for (int i = lane; i < kSR * Geo::kChunks; i += 32) {
+        const int r = i / Geo::kChunks, c = i % Geo::kChunks;
+        const bool gok = gs + (c * 16) / (G / 2) < g_end;
+        const int64_t koff = static_cast<int64_t>(gs) * (G / 2) + c * 16;
+        const uint8_t* src = a.w1;
+        bool ok;
+        if (r < kRows) {
+          ok = gok && d0 + r < a.D;
+          if (ok) src = a.w1 + (d0 + r) * a.ld_w1 + koff;
+        } else {
+          ok = gok && l0 + (r - kRows) < a.L;
+          if (ok) src = a.x1 + (l0 + (r - kRows)) * a.ld_x1 + koff;
+        }
+        cp_async_16(smem_u32(base + swz<G, SW>(r, c)), src, ok ? 16 : 0);
+      }
+      float* fs = reinterpret_cast<float*>(base + Geo::kFloatOff);
+#pragma unroll
+      for (int i = lane; i < kSR * kGps; i += 32) {
+        const int j = i / kSR, r = i % kSR, g = gs + j;
+        const float* src = a.sw;
+        bool ok;
+        float* dst;
+        if (r < kRows) {
+          ok = g < g_end && d0 + r < a.D;
+          if (ok) src = a.sw + (d0 + r) * ng + g;
+          dst = fs + j * kRows + r;
+        } else {
+          ok = g < g_end && l0 + (r - kRows) < a.L;
+          if (ok) src = a.sx + static_cast<int64_t>(g) * a.ld_sx + l0 + (r - kRows);
+          dst = fs + kGps * kRows + j * kToks + (r - kRows);
+        }
+        cp_async_4(smem_u32(dst), src, ok ? 4 : 0);
+      }
+    };
+
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) {
+      if (s < n_stages) issue(s);
+      cp_async_commit();
+    }
+    for (int s = 0; s < n_stages; ++s) {
+      cp_async_wait<S - 2>();
+      __syncwarp();
+      const uint8_t* base = ring + (s % S) * Geo::kStageBytes;
+      const float* fs = reinterpret_cast<const float*>(base + Geo::kFloatOff);
+#pragma unroll
+      for (int j = 0; j < kGps; ++j) {
+        // Thread t's bytes of group j in a stage row: G/8 of them from byte j·G/2 + t·G/8.
+        const int byte = j * (G / 2) + t * (G / 8);
+        const int c = byte >> 4, in = byte & 15;
+        uint32_t xw[NB][kW];
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+          const int r = kRows + nb * 8 + gid;
+          const uint8_t* p = base + swz<G, SW>(r, c) + in;
+          if constexpr (kW == 2) {
+            const uint2 v = *reinterpret_cast<const uint2*>(p);
+            xw[nb][0] = v.x, xw[nb][1] = v.y;
+          } else {
+            const uint4 v = *reinterpret_cast<const uint4*>(p);
+            xw[nb][0] = v.x, xw[nb][1] = v.y, xw[nb][2] = v.z, xw[nb][3] = v.w;
+          }
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          const int rA = mt * 16 + gid, rB = rA + 8;
+          uint32_t wa[kW], wb[kW];
+          if constexpr (kW == 2) {
+            const uint2 va = *reinterpret_cast<const uint2*>(base + swz<G, SW>(rA, c) + in);
+            const uint2 vb = *reinterpret_cast<const uint2*>(base + swz<G, SW>(rB, c) + in);
+            wa[0] = va.x, wa[1] = va.y, wb[0] = vb.x, wb[1] = vb.y;
+          } else {
+            const uint4 va = *reinterpret_cast<const uint4*>(base + swz<G, SW>(rA, c) + in);
+            const uint4 vb = *reinterpret_cast<const uint4*>(base + swz<G, SW>(rB, c) + in);
+            wa[0] = va.x, wa[1] = va.y, wa[2] = va.z, wa[3] = va.w;
+            wb[0] = vb.x, wb[1] = vb.y, wb[2] = vb.z, wb[3] = vb.w;
+          }
+          const float sa = fs[j * kRows + rA], sb = fs[j * kRows + rB];
+#pragma unroll
+          for (int nb = 0; nb < NB; ++nb) {
+            const float2 sc = *reinterpret_cast<const float2*>(fs + kGps * kRows + j * kToks + nb * 8 + 2 * t);
+            group_mma<kW>(acc[mt][nb], wa, wb, xw[nb], sa, sb, sc.x, sc.y);
+          }
+        }
+      }
+      __syncwarp();  // every lane is done with slot s % S before it is refilled below
+      if (s + S - 1 < n_stages) issue(s + S - 1);
+      cp_async_commit();
+    }
+    cp_async_wait<0>();
+  } else {
+    // One n8 block, one m16 tile: each thread loads its bytes of U groups of its two rows (and of
+    // token gid) straight into registers, all loads of a step before any MMA. At one token block
+    // this streams faster than the ring (fewer instructions per byte, and the step's loads of a row
+    // are 256 contiguous bytes per quad); with more blocks their X1 words and scales would not fit.
+    constexpr int U = G == 64 ? 8 : 4;
+    const int64_t rA = d0 + gid, rB = rA + 8, l = l0 + gid;
+    const bool okA = rA < a.D, okB = rB < a.D, okX = l < a.L, ok0 = l0 + 2 * t < a.L, ok1 = l0 + 2 * t + 1 < a.L;
+    const uint8_t* wA = a.w1 + (okA ? rA : 0) * a.ld_w1 + t * (G / 8);
+    const uint8_t* wB = a.w1 + (okB ? rB : 0) * a.ld_w1 + t * (G / 8);
+    const uint8_t* xp = a.x1 + (okX ? l : 0) * a.ld_x1 + t * (G / 8);
+    const float* swA = a.sw + (okA ? rA : 0) * ng;
+    const float* swB = a.sw + (okB ? rB : 0) * ng;
+    const float* sxp = a.sx + l0 + 2 * t;
+    for (int g0 = g_begin; g0 < g_end; g0 += U) {
+      uint32_t wa[U][kW], wb[U][kW], xv[U][kW];
+      float sa[U], sb[U], s0[U], s1[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {  // groups past g_end read nothing and contribute 0
+        const int g = g0 + u;
+        const bool live = g < g_end;
+        const int64_t off = static_cast<int64_t>(g) * (G / 2);
+#pragma unroll
+        for (int w = 0; w < kW; ++w) wa[u][w] = wb[u][w] = xv[u][w] = 0u;
+        if (live && okA) load_stream<kW>(wa[u], wA + off);
+        if (live && okB) load_stream<kW>(wb[u], wB + off);
+        if (live && okX) {
+          if constexpr (kW == 2) {
+            const uint2 v = __ldg(reinterpret_cast<const uint2*>(xp + off));
+            xv[u][0] = v.x, xv[u][1] = v.y;
+          } else {
+            const uint4 v = __ldg(reinterpret_cast<const uint4*>(xp + off));
+            xv[u][0] = v.x, xv[u][1] = v.y, xv[u][2] = v.z, xv[u][3] = v.w;
+          }
+        }
+        sa[u] = live && okA ? __ldg(swA + g) : 0.0f;
+        sb[u] = live && okB ? __ldg(swB + g) : 0.0f;
+        s0[u] = live && ok0 ? __ldg(sxp + static_cast<int64_t>(g) * a.ld_sx) : 0.0f;
+        s1[u] = live && ok1 ? __ldg(sxp + static_cast<int64_t>(g) * a.ld_sx + 1) : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) group_mma<kW>(acc[0][0], wa[u], wb[u], xv[u], sa[u], sb[u], s0[u], s1[u]);
+    }
+  }
+
+  // The low-rank term: k16 step s of r/16 on warp s % 8. Thread t's bf16 k positions 2t, 2t+1 /
+  // 2t+8, 2t+9 hold actual k 4t..4t+3 in both operands (one 8-byte load per row, no shuffles).
+  if (a.rank > 0) {
+    const uint16_t* w2 = static_cast<const uint16_t*>(a.w2);
+    const uint16_t* x2 = static_cast<const uint16_t*>(a.x2);
+    for (int k0 = warp * 16; k0 < a.rank; k0 += kWarps * 16) {
+      uint2 xb[NB];
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb) {
+        const int64_t l = l0 + nb * 8 + gid;
+        xb[nb] = l < a.L ? __ldg(reinterpret_cast<const uint2*>(x2 + l * a.ld_x2 + k0 + 4 * t)) : make_uint2(0, 0);
+      }
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        const int64_t rA = d0 + mt * 16 + gid, rB = rA + 8;
+        const uint2 va = rA < a.D ? __ldg(reinterpret_cast<const uint2*>(w2 + rA * a.ld_w2 + k0 + 4 * t)) : make_uint2(0, 0);
+        const uint2 vb = rB < a.D ? __ldg(reinterpret_cast<const uint2*>(w2 + rB * a.ld_w2 + k0 + 4 * t)) : make_uint2(0, 0);
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) mma_bf16(acc[mt][nb], va.x, vb.x, va.y, vb.y, xb[nb].x, xb[nb].y);
+      }
+    }
+  }
+
+  // The warps' partial tiles, added in warp order in the drained rings; + bias, convert, store.
+  constexpr int kAcc = MT * NB * 4;
+  float* red = reinterpret_cast<float*>(smem);
+  __syncthreads();  // every warp is done with its ring
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) red[(warp * kAcc + (mt * NB + nb) * 4 + e) * 32 + lane] = acc[mt][nb][e];
+  __syncthreads();
+  OutT* y = static_cast<OutT*>(a.y);
+  for (int o = static_cast<int>(threadIdx.x); o < kAcc * 32; o += kWarps * 32) {
+    const int i = o >> 5, ln = o & 31;
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) sum += red[(w * kAcc + i) * 32 + ln];
+    const int mt = i / (NB * 4), nb = (i / 4) % NB, e = i & 3;
+    const int64_t d = d0 + mt * 16 + (ln >> 2) + (e >= 2 ? 8 : 0);
+    const int64_t l = l0 + nb * 8 + 2 * (ln & 3) + (e & 1);
+    if (d < a.D && l < a.L) store1(y + l * a.ld_y + d, sum + bias_at<OutT>(a, d));
+  }
+}
+
+template <int G, int NB, int MT, int SW, class OutT>
+void launch_g(const W4A4GemmArgs& a, const dim3 grid, cudaStream_t stream) {
+  constexpr int kSmem = Geometry<G, NB, MT, SW>::kSmemBytes;
+  static detail::PerDeviceOnce once;  // the dynamic shared-memory limit is a per-device attribute
+  const cudaError_t attr = once.run(a.device, [] {
+    return cudaFuncSetAttribute(sm90_w4a4_decode_kernel<G, NB, MT, SW, OutT>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  });
+  if (attr != cudaSuccess) {
+    detail::check_cuda(attr, "w4a4_linear", "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+    return;
+  }
+  sm90_w4a4_decode_kernel<G, NB, MT, SW, OutT><<<grid, kWarps * 32, kSmem, stream>>>(a);
+}
+
+template <int NB, int MT, int SW, class OutT>
+void launch(const W4A4GemmArgs& a, cudaStream_t stream) {
+  constexpr int kToks = 8 * NB, kRows = 16 * MT;
+  const int64_t ctas = (a.L + kToks - 1) / kToks * ((a.D + kRows - 1) / kRows);
+  if (ctas > 0x7FFFFFFF)
+    detail::fail("w4a4_linear", Status::kUnsupported, "options.config",
+                 detail::cat("the decode configuration with ", kToks, " tokens per CTA would need ", ctas,
+                             " CTAs for L=", a.L, ", D=", a.D, " (at most 2^31 - 1; the heuristic takes it for small L)"));
+  const dim3 grid(static_cast<unsigned>(ctas));
+  if (a.group == 64)
+    launch_g<64, NB, MT, SW, OutT>(a, grid, stream);
+  else
+    launch_g<128, NB, MT, SW, OutT>(a, grid, stream);
+}
+
+// The table's rows -> instantiations: 8 tokens stream through registers; 16 tokens through 128-byte
+// ring stages; 32 tokens (two m16 tiles) through 64-byte stages, the most stages in the ring.
+template <class OutT>
+void run_typed(const W4A4GemmArgs& a, int config, cudaStream_t stream) {
+  switch (kW4A4Configs[config].tile_m) {
+    case 8: return launch<1, 1, 0, OutT>(a, stream);
+    case 16: return launch<2, 1, 128, OutT>(a, stream);
+    default: return launch<4, 2, 64, OutT>(a, stream);
+  }
+}
+
+// The table's decode rows are exactly the instantiated ones (tokens x weight rows: 8x16, 16x16, 32x32).
+constexpr bool decode_rows_instantiated() {
+  for (const W4A4Config& c : kW4A4Configs)
+    if (c.kernel == W4A4Kernel::kDecode &&
+        !((((c.tile_m == 8 || c.tile_m == 16) && c.tile_n == 16) || (c.tile_m == 32 && c.tile_n == 32)) &&
+          c.k_slices == kWarps && c.warps_m == 1 && c.warps_n == 1))
+      return false;
+  return true;
+}
+static_assert(decode_rows_instantiated(), "a kDecode row of kW4A4Configs has no instantiation here");
+
+}  // namespace
+
+void run_w4a4_decode(const W4A4GemmArgs& a, int config, cudaStream_t stream) {
+  switch (a.y_dtype) {
+    case DType::kBF16: return run_typed<__nv_bfloat16>(a, config, stream);
+    case DType::kF16: return run_typed<__half>(a, config, stream);
+    default: return run_typed<float>(a, config, stream);
+  }
+}
+
+}  // namespace qsgemm::kernels
