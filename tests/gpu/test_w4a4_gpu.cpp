@@ -515,6 +515,44 @@ TEST_F(W4A4Gpu, QuantizerBitIdenticalWithFusedDownProjection) {
     }
 }
 
+// Without the down-projection the bf16 quantizer splits a row's chunks over as many independent
+// CTAs as it takes (one per chunk at decode sizes; with it, a cluster of 8): many slices, a last
+// chunk of one group of 64, both groups, still bit-identical to the CPU.
+TEST_F(W4A4Gpu, QuantizerManySlicesBitIdentical) {
+  std::mt19937 rng(2609);
+  for (int64_t L : {1, 16, 300})
+    for (int group : {64, 128}) {
+      const int64_t D1 = group == 64 ? 4160 : 4224;  // 32.5 and 33 chunks of 128
+      SCOPED_TRACE("L=" + std::to_string(L) + " group " + std::to_string(group));
+      Input in = make_input(L, D1, D1, DType::kBF16, rng, group);
+      const int64_t ng = D1 / group, ld_s = L + 3, ldq = D1 / 2 + 16;
+      DeviceBuffer<uint8_t> d_x(in.raw.size()), d_q(static_cast<size_t>(L * ldq));
+      DeviceBuffer<float> d_s(static_cast<size_t>(ng * ld_s));
+      d_x.upload(in.raw);
+      d_q.poison(0xAB);
+      d_s.poison();
+      ASSERT_NO_THROW(w4a4_quantize_activations(MatrixView(d_x.get(), DType::kBF16, L, D1), group,
+                                                MatrixView(d_q.get(), DType::kI4x2, L, D1 / 2, ldq), d_s.get(), ld_s,
+                                                nullptr));
+      QSGEMM_CUDA_OK(cudaDeviceSynchronize());
+      std::vector<uint8_t> q_ref(static_cast<size_t>(L * D1 / 2));
+      std::vector<float> s_ref(static_cast<size_t>(L * ng));
+      ref::quantize_int4_groups(in.f.data(), L, D1, D1, group, q_ref.data(), s_ref.data());
+      const auto q = d_q.download();
+      const auto s = d_s.download();
+      int64_t bad = 0;
+      for (int64_t r = 0; r < L; ++r)
+        for (int64_t c = 0; c < D1 / 2; ++c) bad += q[r * ldq + c] != q_ref[r * (D1 / 2) + c];
+      EXPECT_EQ(bad, 0) << "code bytes differ";
+      for (int64_t r = 0; r < L; ++r)
+        for (int64_t c = D1 / 2; c < ldq; ++c) ASSERT_EQ(q[r * ldq + c], 0xAB) << "padding byte written";
+      int64_t sbad = 0;
+      for (int64_t r = 0; r < L; ++r)
+        for (int64_t g = 0; g < ng; ++g) sbad += std::memcmp(&s[g * ld_s + r], &s_ref[r * ng + g], 4) != 0;
+      EXPECT_EQ(sbad, 0) << "scales differ";
+    }
+}
+
 // The int8 staging of the quantizer: byte k of a row = the signed code k of the packed output (the same
 // codes, bit for bit, and the same scales, X2), for every input dtype, both groups, with and without
 // the fused down-projection; padding bytes untouched.

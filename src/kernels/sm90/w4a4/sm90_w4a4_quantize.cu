@@ -17,11 +17,12 @@
 // bf16 X (the common case) runs a second kernel with the same arithmetic: the chunks of X and L1
 // arrive through a 4-deep cp.async ring in dynamic shared memory (raw bf16), so several chunks'
 // memory latency overlap instead of one per chunk (sm90_w4a4_quantize_bf16_pipelined_kernel). Its
-// columns are also split over a thread-block cluster of up to 8 CTAs along gridDim.y: one CTA per
-// 16 rows walked all of K alone, so the time hardly depended on L (52 us at L = 16 and at L = 2048,
-// D1 = 4096, rank 0: a chain of chunk latencies, not bandwidth). Each CTA of the cluster quantizes
-// its own slice of the chunks; the X2 partial sums meet in distributed shared memory, where rank 0
-// adds them in slice order (deterministic; no workspace, no atomics).
+// columns are also split into slices along gridDim.y: one CTA per 16 rows walked all of K alone, so
+// the time hardly depended on L (52 us at L = 16 and at L = 2048, D1 = 4096, rank 0: a chain of
+// chunk latencies, not bandwidth). Each CTA quantizes its own slice of the chunks. With the
+// down-projection the slices are a thread-block cluster of up to 8 CTAs and the X2 partial sums meet
+// in distributed shared memory, where rank 0 adds them in slice order (deterministic; no workspace,
+// no atomics); without it the slices are independent and as many as ~1024 CTAs need.
 // Non-finite inputs are reported through *bad (the packer) as the smallest row-major index.
 // Output modes (W4A4QuantArgs::q_i8): packed INT4 (two codes per byte), or the int8 staging the wgmma
 // GEMM reads (one code per byte, the same codes): a 4-byte store per lane instead of a 2-byte one.
@@ -405,9 +406,16 @@ void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
         detail::check_cuda(attr, "w4a4 quantizer", "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
         return;
       }
-      // The chunks of a row are split over a cluster of up to 8 CTAs (portable size), one slice each.
+      // The chunks of a row are split over slices, one CTA each. With the down-projection the slices
+      // are a cluster of up to 8 CTAs (portable size) whose X2 partial sums meet in distributed
+      // shared memory. Without it nothing is summed across slices, so there are as many as it takes
+      // to launch ~kTargetCtas CTAs: at decode sizes (one 16-row block) every chunk gets its own CTA
+      // and all of X is requested at once instead of a chain of chunk latencies per CTA.
+      constexpr int64_t kTargetCtas = 1024;
       const int64_t chunks = (a.cols + kChunk - 1) / kChunk;
-      const unsigned slices = static_cast<unsigned>(chunks < 8 ? chunks : 8);
+      int64_t want = a.rank > 0 ? 8 : (kTargetCtas + grid.x - 1) / grid.x;
+      if (want < 8) want = 8;
+      const unsigned slices = static_cast<unsigned>(chunks < want ? chunks : want);
       cudaLaunchConfig_t cfg = {};
       cfg.gridDim = dim3(grid.x, slices, 1);
       cfg.blockDim = dim3(kThreads, 1, 1);
@@ -419,7 +427,7 @@ void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
       cluster[0].val.clusterDim.y = slices;
       cluster[0].val.clusterDim.z = 1;
       cfg.attrs = cluster;
-      cfg.numAttrs = 1;
+      cfg.numAttrs = a.rank > 0 ? 1 : 0;  // rank 0: independent slices, any number
       detail::check_cuda(cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_pipelined_kernel, a), "w4a4 quantizer",
                          "cudaLaunchKernelEx(bf16 quantizer)");
       break;
