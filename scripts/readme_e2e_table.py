@@ -2,7 +2,11 @@
 """Print the README's model-level table from the end-to-end JSON (bench/e2e.py).
 
     python3 scripts/readme_e2e_table.py                                  # bench/results/h200/e2e.json
-    python3 scripts/readme_e2e_table.py FILE --mode graphs|eager|both    # default both
+    python3 scripts/readme_e2e_table.py FILE [FILE ...] --mode graphs|eager|both    # default both
+
+With several files, a later file's quantized variants replace an earlier file's rows of the same
+variant (a re-run of one variant, e.g. `e2e_w4a4.json`); every ratio stays within one run, since each
+row carries the torch baselines timed with it. The torch rows of the table come from the first file.
 
 One markdown table per timing mode (CUDA-graphed, eager). Rows: the model states (bf16, torch FP8
 row-wise and qsgemm blockwise on the dense weights; bf16, torch FP8 row-wise and qsgemm 2:4 sparse
@@ -120,21 +124,28 @@ def goals(rows):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("file", nargs="?", default="bench/results/h200/e2e.json")
+    p.add_argument("files", nargs="*", default=["bench/results/h200/e2e.json"])
     p.add_argument("--mode", choices=("graphs", "eager", "both"), default="both")
     args = p.parse_args(argv)
-    with open(args.file) as f:
-        report = json.load(f)
-    rows = [r for r in report.get("rows", []) if r.get("family") in ("e2e_prefill", "e2e_decode")]
-    if not rows:
-        print(f"{args.file}: no e2e_prefill / e2e_decode rows", file=sys.stderr)
-        return 1
+    rows, sources = [], []
+    for path in args.files:
+        with open(path) as f:
+            rep = json.load(f)
+        new_rows = [r for r in rep.get("rows", []) if r.get("family") in ("e2e_prefill", "e2e_decode")]
+        if not new_rows:
+            print(f"{path}: no e2e_prefill / e2e_decode rows", file=sys.stderr)
+            return 1
+        replaced = {r["variant"] for r in new_rows}
+        rows = [r for r in rows if r["variant"] not in replaced] + [dict(r, _src=len(sources)) for r in new_rows]
+        sources.append(rep)
+    report = sources[0]
     layer = rows[0].get("layer", "?")
     kv = next((r.get("kv_len") for r in rows if r.get("kv_len")), None)
-    print(f"Model `{layer}` on {report.get('device', '?')} (torch {report.get('torch', '?')}, "
-          f"git {report.get('git_commit', '?')}, {report.get('date', '?')}); decode against a KV cache of "
-          f"{kv} tokens; {report.get('timed_call', '')}. In parentheses: speed vs torch FP8 row-wise on the "
-          "same weights.")
+    runs = "; ".join(f"{', '.join(sorted({r['variant'] for r in rows if r['_src'] == i}))}: git "
+                     f"{rep.get('git_commit', '?')}, {rep.get('date', '?')}" for i, rep in enumerate(sources))
+    print(f"Model `{layer}` on {report.get('device', '?')} (torch {report.get('torch', '?')}; {runs}); decode "
+          f"against a KV cache of {kv} tokens; {report.get('timed_call', '')}. In parentheses: speed vs torch FP8 "
+          "row-wise on the same weights, timed in the same run.")
     modes = {"graphs": (True,), "eager": (False,), "both": (True, False)}[args.mode]
     for graphs in modes:
         t = table(rows, graphs)

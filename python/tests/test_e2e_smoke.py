@@ -282,6 +282,29 @@ def test_readme_table(tmp_path):
     assert "SQNR within 1 dB of torch FP8 row-wise on the same weights: met (20.80 vs 21.00 dB" in text
 
 
+def test_readme_table_second_file_replaces_its_variants(tmp_path):
+    """A re-run of one variant (a second file) replaces that variant's rows; the others stay."""
+    first, second = _fake_report(), _fake_report()
+    second["git_commit"] = "fedcba9"
+    second["rows"] = [dict(r, qsgemm_us=r["qsgemm_us"] / 2 if r["qsgemm_us"] else None)
+                      for r in second["rows"] if r["variant"] == "blockwise"]
+    (tmp_path / "a.json").write_text(json.dumps(first))
+    (tmp_path / "b.json").write_text(json.dumps(second))
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        assert table.main([str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--mode", "graphs"]) == 0
+    text = buf.getvalue()
+    assert "blockwise: git fedcba9" in text and "sparse24: git" in text
+    one = io.StringIO()
+    with redirect_stdout(one):
+        assert table.main([str(tmp_path / "a.json"), "--mode", "graphs"]) == 0
+    row = lambda t, name: next(line for line in t.splitlines() if name in line)  # noqa: E731
+    name = "**qsgemm blockwise FP8 (1x128 · 128x128)**"
+    assert row(text, name) != row(one.getvalue(), name)  # the second file's (halved) times
+    name = "**qsgemm 2:4 sparse FP8, 2:4-pruned weights**"
+    assert row(text, name) == row(one.getvalue(), name)  # untouched
+
+
 def test_main_refuses_without_cuda(monkeypatch, capsys):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert e2e.main(["--quick", "--out", "/nonexistent/e2e.json"]) == 2
