@@ -17,11 +17,14 @@ import sys
 from collections import defaultdict
 
 
-def load_points(report, baseline, families):
-    """{(family, layer): {M: speedup}} for GEMM rows that have both times."""
+def load_points(report, baseline, families, rank=None):
+    """{(family, layer): {M: speedup}} for GEMM rows that have both times (with `rank`: only the rows
+    of that low-rank dimension, W4A4's `rank` field; one row per layer and M)."""
     lines = defaultdict(dict)
     for row in report.get("rows", []):
         if families and row.get("family") not in families:
+            continue
+        if rank is not None and row.get("rank") != rank:
             continue
         q = row.get("qsgemm_us")
         b = (row.get("baselines_us") or {}).get(baseline)
@@ -47,12 +50,14 @@ def main(argv=None):
                     help="baseline name in baselines_us (default: %(default)s)")
     ap.add_argument("--family", action="append", default=[],
                     help="only this family (repeatable; default: every family that has the baseline)")
+    ap.add_argument("--rank", type=int, default=None,
+                    help="only rows with this low-rank dimension (W4A4 rows carry one per rank)")
     ap.add_argument("--title", default=None, help="plot title (default: from the file)")
     args = ap.parse_args(argv)
 
     with open(args.json) as f:
         report = json.load(f)
-    lines = load_points(report, args.baseline, set(args.family))
+    lines = load_points(report, args.baseline, set(args.family), args.rank)
     if not lines:
         names = sorted({n for r in report.get("rows", []) for n in (r.get("baselines_us") or {})})
         print(f"plot_bench: no row of {args.json} has both qsgemm_us and {args.baseline}"
