@@ -11,10 +11,13 @@
 // Kernels: INT4 is stored, INT8 is multiplied, every group's integer sum is exact (s32) and promoted
 // once per group into float32 accumulators (acc += sx·sw·sum); after the K loop the low-rank term
 // runs as bf16 MMAs into the same float32 accumulators, and one epilogue adds the bias and converts.
-// No second kernel, no extra pass over Y. Any L >= 1; partial tiles are predicated. Two kernels:
+// No second kernel, no extra pass over Y. Any L >= 1; partial tiles are predicated. Three kernels:
+//  * src/kernels/sm90/w4a4/sm90_w4a4_decode.cu, `mma.sync` m16n8k32 s8 with the weight as the A
+//    operand and 8 / 16 / 32 tokens per CTA, K split over the CTA's warps, X1 packed INT4: the
+//    heuristic's choice up to 128 tokens (a weight stream);
 //  * src/kernels/sm90/w4a4/sm90_w4a4_gemm.cuh, `mma.sync` m16n8k32 s8 on nibbles of both operands
-//    widened in registers, X1 packed INT4: the heuristic's choice at every L (the 32x32 decode tile
-//    up to 32 tokens, the 32x64 tile above: measured fastest, src/w4a4_heuristic.h);
+//    widened in registers, X1 packed INT4: the heuristic's choice above 128 tokens (the 32x64 tile,
+//    measured fastest there, src/w4a4_heuristic.h);
 //  * src/kernels/sm90/w4a4/sm90_w4a4_wgmma.cuh, CUTLASS's TMA warp-specialized mixed-input mainloop
 //    with s8·s8 → s32 `wgmma`; the INT4 weight is widened in registers, the activations are read as
 //    int8 codes (the "int8 staging" of X1, below). Correct, but not yet faster than the mma.sync
@@ -70,8 +73,9 @@ int w4a4_num_configs();
 std::string w4a4_config_name(int index);
 // The index of the configuration named `name`; kInvalidArgument listing the valid names otherwise.
 int w4a4_config_index(const std::string& name);
-// The configuration the heuristic prefers over the whole table (src/w4a4_heuristic.h): L <= 32 the
-// mma.sync decode tile, else the mma.sync 32x64 tile (both X1 kI4x2). w4a4_linear with
+// The configuration the heuristic prefers over the whole table (src/w4a4_heuristic.h): L <= 8, 16,
+// 128 the decode rows decode_8x16_k8, decode_16x16_k8, decode_32x32_k8; else the mma.sync 32x64 tile
+// (all X1 kI4x2). w4a4_linear with
 // options.config == -1 runs this one when x1 has the dtype it reads (w4a4_x1_dtype), else the
 // heuristic's choice among the rows reading x1's dtype. sm_count > 0, L >= 0, D > 0
 // (kInvalidArgument otherwise).

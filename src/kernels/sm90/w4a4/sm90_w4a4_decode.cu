@@ -1,4 +1,5 @@
-// The W4A4 + low-rank decode GEMM (the kDecode rows of sm90_w4a4_configs.h), for L <= 32 tokens:
+// The W4A4 + low-rank decode GEMM (the kDecode rows of sm90_w4a4_configs.h; the heuristic takes it
+// for L <= 128, any L runs):
 //
 //   Y[L,D] = Σ_g sx[l,g]·sw[d,g]·Σ_{k∈g} x1[l,k]·w1[d,k]  +  Σ_r x2[l,r]·w2[d,r]  (+ bias[d])
 //
@@ -6,12 +7,16 @@
 //  * The weight is the A operand of mma.sync m16n8k32 s8 (16 output channels per MMA), the tokens
 //    the n8 columns: NB = 1, 2 or 4 n8 blocks per CTA (8, 16, 32 tokens), so a single token wastes
 //    7/8 of an MMA, not 31/32 as with tokens as A. MT = 1 or 2 m16 tiles of weight rows per CTA (2
-//    with 32 tokens, so the weight, not X1, is most of each stage).
+//    with 32 tokens, so the weight, not X1, is most of each stage). More tokens than a CTA holds:
+//    more CTAs, token blocks fastest in one linear grid, so the weight is read from L2 after the
+//    first token block.
 //  * The CTA's 8 warps split the K groups (contiguous runs of whole groups, so every integer sum is
-//    one group's). Each warp streams its slice through its own cp.async ring in shared memory (no
-//    CTA barrier in the K loop): a stage is 64 bytes of every weight row and token (two groups of
-//    64 or one of 128) plus their scales; ~13.5 KiB of ring per warp keeps ~200 KiB of loads in
-//    flight per SM at two CTAs per SM, what the memory's latency needs, without spending registers.
+//    one group's), with no CTA barrier in the K loop. 8 tokens: each thread loads its bytes of 8
+//    groups straight into registers, all loads of a step before any MMA. 16 / 32 tokens (whose X1
+//    words and scales would not fit in registers): each warp streams its slice through its own
+//    cp.async ring, a stage being SW bytes (128 / 64) of every weight row and token plus their
+//    scales; ~13.5 KiB of ring per warp keeps ~200 KiB of loads in flight per SM at two CTAs per
+//    SM, without spending registers.
 //  * Which bytes a thread multiplies: thread t (lane % 4) takes bytes [t·G/8, (t+1)·G/8) of a
 //    group's row slice in rows gid and gid + 8 (gid = lane / 4) and in token row gid of each n8
 //    block. Each 32-bit word (8 values) widens to two s8 registers holding 16·v
