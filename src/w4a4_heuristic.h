@@ -35,8 +35,9 @@ inline constexpr int64_t kW4A4DecodeMaxL = 128;
 // read the weight from DRAM once, then from L2); larger L the mma.sync 32x64 tile. All of them read
 // X1 packed INT4. Measured on the H200 (bench/results/h200/tuning/tune_w4a4_decode.txt; rank 0,
 // group 64): at L = 1 on 57344x8192 the 8-token row takes 102 µs against 170 µs for 32x64; the
-// 32-token row beats 32x64 from L = 33 to 128 on 4096x4096, 57344x8192 and 8192x28672 (at L = 128:
-// 30 / 575 / 290 µs against 47 / 611 / 358), and ties it at L = 256 on 4096x4096 (53 vs 54 µs).
+// 32-token row beats 32x64 from L = 48 to 128 on 4096x4096, 57344x8192 and 8192x28672 (at L = 128:
+// 30 / 575 / 290 µs against 47 / 611 / 358; at L = 33 too in an earlier build, 17 against 43 µs),
+// and ties it at L = 256 on 4096x4096 (53 vs 54 µs).
 // At L = 2048, D = D1 = 4096 (tune_w4a4.txt): 32x64 359 / 350 / 235 µs at rank 64 / rank 0 /
 // group 128, the wgmma prefill kernel 396 / 378 / 248, 128x128 397 / 386 / 250, 64x128 427 / 412 /
 // 287. The wgmma kernel (X1 int8 codes) is in the table and runs for an int8 X1, but is not
@@ -46,7 +47,7 @@ int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count);
 // The same restricted to the rows that read X1 in dtype `x1` (what w4a4_linear runs with
 // options.config == -1, so a caller's X1 staging always has a kernel):
 //  * kI8: the wgmma row (the only one reading int8 codes), any L;
-//  * kI4x2: L <= 32 a decode row, else the mma.sync 32x64 tile (above).
+//  * kI4x2: L <= 128 a decode row, else the mma.sync 32x64 tile (above).
 int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, DType x1);
 
 }  // namespace qsgemm::kernels
