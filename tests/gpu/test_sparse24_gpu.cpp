@@ -367,6 +367,51 @@ TEST(Sparse24Gpu, LinearEveryConfiguration) {
     }
 }
 
+// Every data-parallel configuration clamps its last token column inside M
+// (src/kernels/sm90/common/clamped_token_column.cuh): at M >= tile_n the tiles of the last column
+// and of a cluster pair's padding compute tokens [M - tile_n, M) through shifted output and per-token
+// scale pointers. M = tile_n + 5 (one clamped column), 2 * tile_n + 7 (a third column: for a cluster
+// pair, also a padding column), and one token below tile_n (no shift, the padding clamped). fp32
+// output with a bias and padded leading dimensions, so a wrong shift of X, Y or the scales shows.
+// The rows written by two tiles must get the same bits: two calls give identical outputs.
+TEST(Sparse24Gpu, LinearClampedLastColumn) {
+  QSGEMM_REQUIRE_SM90();
+  std::mt19937 rng(13);
+  Weight w;
+  make_weight(w, 392, 768, rng);
+  int clamped = 0;
+  for (int c = 0; c < sparse24_num_configs(); ++c) {
+    const Sparse24Config cfg = sparse24_config(c);
+    if (cfg.skinny || cfg.stream_k) continue;
+    for (int64_t M : {int64_t{cfg.tile_n} + 5, 2 * int64_t{cfg.tile_n} + 7, int64_t{cfg.tile_n} - 1}) {
+      check_linear(w, LinearSpec{M, DType::kF32, DType::kF32, false, c, 16, 8}, rng);
+      ++clamped;
+      // Determinism: the same call twice, compared bit for bit.
+      const int64_t ldx = w.K + 16, ldy = w.N + 8;
+      std::vector<uint8_t> xq(static_cast<size_t>(M * ldx));
+      for (auto& b : xq) b = static_cast<uint8_t>(rng() & 0x77);  // finite e4m3 (no NaN encodings)
+      std::vector<float> sx(static_cast<size_t>(M));
+      for (auto& v : sx) v = std::uniform_real_distribution<float>(0.5f, 2.0f)(rng);
+      DeviceBuffer<uint8_t> x(xq.size());
+      x.upload(xq);
+      DeviceBuffer<float> sxd(sx.size());
+      sxd.upload(sx);
+      DeviceBuffer<uint8_t> y0(static_cast<size_t>(M * ldy * 4)), y1(static_cast<size_t>(M * ldy * 4));
+      y0.poison();
+      y1.poison();
+      Sparse24Options opt;
+      opt.config = c;
+      for (DeviceBuffer<uint8_t>* y : {&y0, &y1})
+        ASSERT_NO_THROW(sparse24_linear(MatrixView(x.get(), DType::kE4M3, M, w.K, ldx),
+                                        ScaleView{sxd.get(), ScaleGranularity::kPerRow, 0}, w.view(), VectorView(),
+                                        MatrixView(y->get(), DType::kF32, M, w.N, ldy), opt, nullptr));
+      QSGEMM_CUDA_OK(cudaDeviceSynchronize());
+      EXPECT_TRUE(y0.download() == y1.download()) << cfg.name() << " M=" << M << ": two calls differ";
+    }
+  }
+  EXPECT_GE(clamped, 3 * 8);
+}
+
 // The split-K decode kernel (configuration 12), forced: every token count it serves (n8 token tiles
 // of 1, 2 and 4), weights off its 16-row and 128-column edges (8 rows and K = 32: one partial panel;
 // 72 x 160: a partial second panel; 200 x 4128: 33 panels, a cluster of 2; 1288 x 96: one warp per

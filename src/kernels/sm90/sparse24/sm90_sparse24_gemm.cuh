@@ -8,6 +8,8 @@
 // D column-major = Y row-major. Scales and bias are broadcasts: w_scale and bias per row of D
 // (column vectors), x_scale per column of D (a row vector). Each scale can also be a scalar:
 // the broadcasts take a run-time stride flag, so one kernel serves both (no extra instantiation).
+// The data-parallel configurations clamp their last token column inside M
+// (common/clamped_token_column.cuh), so no tile reads rows of X past M once M >= tile_n.
 #pragma once
 
 #include <utility>
@@ -23,6 +25,7 @@
 #include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
 #include "kernels/sm90/sparse24/sparse24_launch.h"
 #include "kernels/sm90/sparse24/sm90_sparse24_two_partials.cuh"
+#include "kernels/sm90/common/clamped_token_column.cuh"
 #include "kernels/sm90/common/cutlass_smem.cuh"
 #include "validate.h"
 
@@ -75,7 +78,7 @@ struct Sm90Sparse24Gemm {
                                              cutlass::FloatRoundStyle::round_to_nearest>,
       ColVec<float>, ScaleByX, ColVec<ElementBias>>;
 
-  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+  using CutlassEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassSparseTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, ElementAcc, float, void, LayoutD, kAlignD, ElementOut, LayoutD,
       kAlignD, EpilogueSchedule, Fusion>::CollectiveOp;
@@ -84,10 +87,15 @@ struct Sm90Sparse24Gemm {
       cutlass::arch::Sm90, cutlass::arch::OpClassSparseTensorOp, ElementA, cutlass::layout::RowMajor, 32, ElementB,
       cutlass::layout::ColumnMajor, 16, ElementAcc, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
-          sizeof(typename CollectiveEpilogue::SharedStorage))>,
+          sizeof(typename CutlassEpilogue::SharedStorage))>,
       KernelSchedule>::CollectiveOp;
-  using CollectiveMainloop =
-      std::conditional_t<TwoPartials, TwoPartialsSparseMainloop<CutlassMainloop>, CutlassMainloop>;
+  using MainloopBody = std::conditional_t<TwoPartials, TwoPartialsSparseMainloop<CutlassMainloop>, CutlassMainloop>;
+  // The data-parallel schedules clamp the last token column inside M (clamped_token_column.cuh);
+  // stream-K may sum a tile's K range in pieces, so its rows written twice could differ in the
+  // last bit, and it keeps CUTLASS's out-of-bounds tile instead.
+  static constexpr bool kClampedColumn = !StreamK;
+  using CollectiveMainloop = std::conditional_t<kClampedColumn, ClampedColumnMainloop<MainloopBody>, MainloopBody>;
+  using CollectiveEpilogue = std::conditional_t<kClampedColumn, ClampedColumnEpilogue<CutlassEpilogue>, CutlassEpilogue>;
 
   // void: the default persistent scheduler (no workspace).
   using TileScheduler = std::conditional_t<StreamK, cutlass::gemm::StreamKScheduler, void>;
@@ -124,16 +132,29 @@ struct Sm90Sparse24Gemm {
     args.mainloop.layout_e = SparseConfig::fill_layoutE(problem);
     if constexpr (!FastAccum) args.mainloop.mma_promotion_interval = 4;
 
-    auto& fusion = args.epilogue.thread;
-    // Fusion = EVT<madd, ColVec w_scale, EVT<mul, RowVec x_scale, Acc>, ColVec bias>
-    fusion.op_0 = {a.w_scale, 1.0f, {!a.w_scale_scalar, cute::_0{}, int64_t(0)}};
-    fusion.op_1.op_0 = {a.x_scale, 1.0f, {cute::_0{}, !a.x_scale_scalar, int64_t(0)}};
-    fusion.op_2 = {static_cast<const ElementBias*>(a.bias), ElementBias(0), {true, cute::_0{}, int64_t(0)}};
-    args.epilogue.ptr_C = nullptr;
-    args.epilogue.ptr_D = static_cast<ElementOut*>(a.y);
-    args.epilogue.dD = cute::make_stride(cute::_1{}, static_cast<int64_t>(a.ldy),
-                                         S > 1 ? static_cast<int64_t>(a.ldy) * a.m_tok : int64_t(0));
-    args.epilogue.dC = args.epilogue.dD;
+    // The epilogue over tokens [first, first + m_tok): first = 0, or -shift for a clamped column.
+    const auto epilogue_args = [&](int64_t first) {
+      typename CutlassEpilogue::Arguments e;
+      auto& fusion = e.thread;
+      // Fusion = EVT<madd, ColVec w_scale, EVT<mul, RowVec x_scale, Acc>, ColVec bias>
+      fusion.op_0 = {a.w_scale, 1.0f, {!a.w_scale_scalar, cute::_0{}, int64_t(0)}};
+      fusion.op_1.op_0 = {a.x_scale_scalar ? a.x_scale : a.x_scale + first, 1.0f,
+                          {cute::_0{}, !a.x_scale_scalar, int64_t(0)}};
+      fusion.op_2 = {static_cast<const ElementBias*>(a.bias), ElementBias(0), {true, cute::_0{}, int64_t(0)}};
+      e.ptr_C = nullptr;
+      e.ptr_D = static_cast<ElementOut*>(a.y) + first * a.ldy;
+      e.dD = cute::make_stride(cute::_1{}, static_cast<int64_t>(a.ldy),
+                               S > 1 ? static_cast<int64_t>(a.ldy) * a.m_tok : int64_t(0));
+      e.dC = e.dD;
+      return e;
+    };
+    if constexpr (kClampedColumn) {
+      args.epilogue.main = epilogue_args(0);
+      // Never dereferenced before token M - TN >= 0 (the clamped tile); unused where shift is 0.
+      args.epilogue.shifted = epilogue_args(-int64_t{clamped_token_column(a.m_tok, TN).shift});
+    } else {
+      args.epilogue = epilogue_args(0);
+    }
     args.hw_info.device_id = a.device;
     args.hw_info.sm_count = a.sm_count;
     args.scheduler.max_swizzle_size = a.swizzle;
