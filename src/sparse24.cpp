@@ -296,7 +296,7 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   // Main launch on the whole token columns, then the tail on the last tail_rows tokens: it starts
   // inside the main launch's last column (a multiple of 4 tokens, so the per-token scales keep
   // their alignment) and rewrites those rows, so that no token tile reads far past M
-  // (sparse24_tail in src/sparse24_heuristic.h).
+  // (sparse24_partial_column in src/sparse24_heuristic.h).
   const int64_t main_rows = kernels::sparse24_main_rows(plan.config, M);
   const int64_t start = M - plan.tail_rows;
   kernels::Sparse24GemmArgs t = a;

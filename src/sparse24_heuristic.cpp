@@ -102,22 +102,25 @@ Sparse24Choice library_split(int64_t M, int64_t N, int64_t K, int config, bool f
 
 namespace {
 
-// Nanoseconds per wave of tiles per unit of K, each configuration at full tiles (the median over
-// the grid points of tuning/tune_sparse24.jsonl with at least 4 waves; 128x192: tune_sparse24_192.txt).
+// Nanoseconds per wave of tiles per unit of K, and the other constants of sparse24_model_us:
+// least-squares fit (of the log time) on tuning/tune_sparse24_between.jsonl, every default-mode
+// configuration timed as one launch at M = 40, 90, ..., 2300 (none of them a sweep or bench M) on
+// the four sweep layers; the fast-accumulation rows keep their grid fit (tune_sparse24.jsonl, at
+// least 4 waves; 128x256: tune_sparse24_fast16384.jsonl). Fit error: 15 % RMS.
 struct TileRate {
   const char* name;
   double ns_per_wave_k;
 };
 constexpr TileRate kTileRates[] = {
-    {"64x32x256_c1x1_pingpong", 0.90},           {"64x64x256_c1x1_pingpong", 1.25},
-    {"64x128x256_c1x1_pingpong", 1.86},          {"128x128x256_c1x2_coop", 2.61},
+    {"64x32x256_c1x1_pingpong", 0.86},           {"64x64x256_c1x1_pingpong", 1.18},
+    {"64x128x256_c1x1_pingpong", 1.76},          {"128x128x256_c1x2_coop", 2.32},
     {"64x32x256_c1x1_pingpong_fastaccum", 0.83}, {"64x64x256_c1x1_pingpong_fastaccum", 1.29},
     {"64x128x256_c1x1_pingpong_fastaccum", 2.0}, {"128x128x256_c1x2_coop_fastaccum", 2.50},
-    {"128x256x128_c1x2_coop_fastaccum", 4.40},   {"128x192x256_c1x1_coop", 3.9},
-    {"128x32x256_c1x1_coop_streamk", 1.48},      {"128x128x256_c1x1_coop_streamk", 2.77},
+    {"128x256x128_c1x2_coop_fastaccum", 4.40},   {"128x192x256_c1x1_coop", 3.08},
+    {"128x32x256_c1x1_coop_streamk", 1.26},      {"128x128x256_c1x1_coop_streamk", 2.56},
 };
-constexpr double kFixedUs = 4.0;           // launch and prologue/epilogue of one call
-constexpr double kStreamBytesPerUs = 3.2e6;  // HBM3e streaming rate the GEMMs reach (~75 % of copy)
+constexpr double kFixedUs = 1.5;             // launch and prologue/epilogue of one call
+constexpr double kStreamBytesPerUs = 3.1e6;  // HBM3e streaming rate the GEMMs reach (~73 % of copy)
 
 double tile_rate(int config) {
   for (const TileRate& r : kTileRates)
@@ -129,7 +132,11 @@ int64_t token_column(int config) { return int64_t{kSparse24Configs[config].tile_
 
 }  // namespace
 
+bool sparse24_clamps_last_column(int config) { return kSparse24Configs[config].splittable(); }
+
 int64_t sparse24_oob_rows(int config, int64_t tokens) {
+  const int64_t tile_n = kSparse24Configs[config].tile_n;
+  if (sparse24_clamps_last_column(config)) return tokens >= tile_n ? 0 : tile_n - tokens;
   const int64_t col = token_column(config);
   return (tokens + col - 1) / col * col - tokens;
 }
@@ -151,20 +158,36 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N, int64_t K, int s
   return kFixedUs + std::max(compute, bytes / kStreamBytesPerUs);
 }
 
-Sparse24Choice sparse24_tail(int64_t M, int64_t N, int64_t K, int config, bool fast_accum, int sm_count) {
+Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int config, bool fast_accum, bool with_workspace,
+                                       int sm_count) {
   Sparse24Choice best{config, 1, -1, 0, M};
   const Sparse24ConfigRow& c = kSparse24Configs[config];
-  // Not the 128x192 tile: the heuristic takes it where its 192-token columns measured faster, past
-  // M included (sparse24_wide_token_tile, sparse24_narrow_wide_tile).
-  if (tile_rate(config) < 0 || !(c.splittable() || c.stream_k()) || config == sparse24_detail::kWide.index ||
-      sparse24_oob_rows(config, M) == 0)
-    return best;
+  if (tile_rate(config) < 0 || !(c.splittable() || c.stream_k()) || M % token_column(config) == 0) return best;
   double best_us = 0.97 * sparse24_model_us(config, M, N, K, sm_count);
+  const auto consider_one = [&](int t) {
+    if (t == config) return;
+    const double us = sparse24_model_us(t, M, N, K, sm_count);
+    if (us < best_us) {
+      best_us = us;
+      best = Sparse24Choice{t, 1, -1, 0, M};
+    }
+  };
   // The data-parallel tiles of the accumulation mode (no workspace), narrowest token tile first.
   const sparse24_detail::Tile* family = fast_accum ? sparse24_detail::kFast : sparse24_detail::kDefault;
   const int n_family = fast_accum ? 5 : 4;
-  // The main launch: `config` on its whole token columns; where M is less than one of them (e.g.
-  // 129..255 tokens on the 128x128 cluster pair), a narrower tile of the mode instead.
+  // One launch of another tile whose token tile fits in M (its last column clamped inside M): the
+  // data-parallel tiles of the mode, the 128x192 tile (promoted accumulation) and, given a
+  // workspace, the stream-K tiles.
+  for (int i = 0; i < n_family; ++i)
+    if (M >= kSparse24Configs[family[i].index].tile_n) consider_one(family[i].index);
+  if (!fast_accum && M >= sparse24_detail::kWide.tile_n) consider_one(sparse24_detail::kWide.index);
+  if (with_workspace)
+    for (int t : {sparse24_detail::kStreamK128x32, sparse24_detail::kStreamK128x128})
+      if (M >= kSparse24Configs[t].tile_n) consider_one(t);
+  // Two launches: a main launch on whole token columns (of `config`; where M is less than one of
+  // them, e.g. 129..255 tokens on the 128x128 cluster pair, of a narrower tile of the mode), then
+  // a tail launch on the rest. Each reads the whole weight, so this pays only where one launch
+  // would leave most of a wave or a cluster pair's column idle.
   int mains[6];
   int n_mains = 0;
   if (sparse24_main_rows(config, M) > 0) {
@@ -209,8 +232,10 @@ Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int 
   }
   if (with_workspace && split_k != 1 && (config < 0 || kSparse24Configs[p.config].splittable()))
     p = library_split(M, N, K, p.config, fast_accum, sm_count);
-  // The library's own pick, unsplit: a tail launch where the last token column would run past M.
-  if (config < 0 && p.split_k == 1) p = sparse24_tail(M, N, K, p.config, fast_accum, sm_count);
+  // The library's own pick, unsplit, where its last token column is partial: the plan the cost
+  // model prefers (sparse24_partial_column).
+  if (config < 0 && p.split_k == 1)
+    p = sparse24_partial_column(M, N, K, p.config, fast_accum, with_workspace, sm_count);
   if (p.tail_config < 0) p.main_rows = M;
   return p;
 }

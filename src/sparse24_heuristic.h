@@ -79,43 +79,55 @@ TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out);
 struct Sparse24Choice {
   int config = -1;
   int split_k = 1;
-  // A tail launch (sparse24_tail): tail_config on the last tail_rows tokens [M - tail_rows, M) after
+  // A tail launch (sparse24_partial_column): tail_config on the last tail_rows tokens [M - tail_rows, M) after
   // `config` on the first main_rows = M - (M mod its token column) tokens. -1: one launch on all M.
   int tail_config = -1;
   int64_t tail_rows = 0;
   int64_t main_rows = 0;
 };
 // ---- the cost model (issue #24) ---------------------------------------------------------------------
-// A token tile that runs past M costs far more than its share: the rows of X beyond M are
-// out-of-bounds boxes of the B operand's TMA loads, and on the H200 each such row costs about three
-// times a valid row (l3-70b.gate_up, 64x128 tile: 295 us at M = 384, 540 us at M = 288 on the same
-// grid; a cluster pair's padding column counts too). Data: tuning/cliff_m288.txt.
-inline constexpr double kSparse24OobRowCost = 3.0;  // an out-of-bounds token row, in valid rows
+// A token tile that runs past M costs more than its share: the rows of X beyond M are
+// out-of-bounds boxes of the B operand's TMA loads. Measured on the H200: l3-70b.gate_up, 64x128
+// tile, 295 us at M = 384, 540 us at M = 288 on the same grid (tuning/cliff_m288.txt). The cost
+// per row is fitted with the tile rates below (tuning/tune_sparse24_between.jsonl); it now applies
+// to stream-K tiles and to token counts below one tile only (sparse24_clamps_last_column).
+inline constexpr double kSparse24OobRowCost = 1.75;  // an out-of-bounds token row, in valid rows
 
-// Tokens of one launch of `config` that fall past its last token: round_up(tokens, tile_n *
-// cluster_n) - tokens.
+// Whether `config` clamps its last token column inside M: the data-parallel CUTLASS rows do
+// (src/kernels/sm90/common/clamped_token_column.cuh): from tokens >= tile_n on, the tiles of the
+// last column and of a cluster pair's padding all compute tokens [M - tile_n, M), so no row of X
+// past M is read. Stream-K rows keep CUTLASS's out-of-bounds tiles.
+bool sparse24_clamps_last_column(int config);
+
+// Token rows one launch of `config` reads past M (out-of-bounds TMA rows). Clamping rows: 0 from
+// tokens >= tile_n on, tile_n - tokens below. Others: round_up(tokens, tile_n * cluster_n) - tokens.
 int64_t sparse24_oob_rows(int config, int64_t tokens);
 
-// The modelled time (microseconds) of one launch of data-parallel or stream-K `config` on `tokens`
-// tokens of an N x K weight: a fixed cost per call plus the larger of the tile waves (each wave one
-// tile time, linear in K, fitted per configuration on the grid's full-tile points) with the
-// out-of-bounds rows added at kSparse24OobRowCost, and the bytes every launch moves (the whole
-// compressed weight, X and Y) at the H200's streaming rate. A model for choosing between plans,
-// not a prediction to quote: it is within ~25 % on the sweep layers.
 // The tokens a launch of `config` covers in whole token columns (tile_n * cluster_n): the main
 // launch of a plan with a tail.
 int64_t sparse24_main_rows(int config, int64_t tokens);
 
+// The modelled time (microseconds) of one launch of data-parallel or stream-K `config` on `tokens`
+// tokens of an N x K weight: a fixed cost per call plus the larger of the tile waves (each wave one
+// tile time, linear in K, a rate per configuration) with the out-of-bounds rows added at
+// kSparse24OobRowCost, and the bytes every launch moves (the whole compressed weight, X and Y) at
+// the H200's streaming rate. A model for choosing between plans, not a prediction to quote: 15 %
+// RMS error on the points it was fitted on (the constants in src/sparse24_heuristic.cpp).
 double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, int sm_count);
 
 // Where `config` (the heuristic's data-parallel or stream-K pick) leaves a partial token column,
-// whether to run it on the full columns only (or, where M is less than one column, a narrower tile
-// of the mode on its full columns) and a second launch on the last tokens (overlapping the first
-// launch's last rows instead of reading past M): the pair with the lowest modelled time, if the
-// two launches model at least 3 % faster than the one. The tail starts at a
-// multiple of 4 tokens (the per-token scales keep the main launch's 16-byte alignment), so it may
-// keep up to 3 out-of-bounds rows. {config, 1, -1, 0, M} where no tail pays.
-Sparse24Choice sparse24_tail(int64_t M_tokens, int64_t N_out, int64_t K, int config, bool fast_accum, int sm_count);
+// the plan with the lowest modelled time among: `config` as it is; one launch of another
+// configuration whose token tile fits in M (the data-parallel tiles of the mode and, with promoted
+// accumulation, the 128x192 tile: their last column is clamped inside M; given a workspace, the
+// stream-K tiles); and a main launch on whole token columns (`config`, or where M is less than
+// one column a narrower tile of the mode) followed by a second launch on the last tokens,
+// overlapping the main launch's last rows instead of reading past M. Another plan must model at
+// least 3 % faster than `config`. The tail starts at a multiple of 4 tokens (the per-token scales
+// keep the main launch's 16-byte alignment), so it may keep up to 3 out-of-bounds rows.
+// {config, 1, -1, 0, M} where nothing pays, and at every M that is a multiple of config's column
+// (the grid points the heuristic was tuned on).
+Sparse24Choice sparse24_partial_column(int64_t M_tokens, int64_t N_out, int64_t K, int config, bool fast_accum,
+                                       bool with_workspace, int sm_count);
 
 Sparse24Choice sparse24_choose(int64_t M_tokens, int64_t N_out, int64_t K, int config, int split_k, bool fast_accum,
                                int sm_count, bool with_workspace);

@@ -34,7 +34,8 @@ struct LinearPlan {
   size_t workspace_bytes = 0;  // what the plan needs (0: none)
   // A second launch on the last tail_rows tokens, [M - tail_rows, M), with configuration
   // tail_config, after `config` on the first M - (M mod its token column) tokens (2:4 sparse only,
-  // where the last token tile would otherwise read past M: docs/performance.md). -1: none.
+  // where the cost model prefers it to one launch with a partial token column:
+  // docs/performance.md). -1: none.
   int tail_config = -1;
   int64_t tail_rows = 0;
 };

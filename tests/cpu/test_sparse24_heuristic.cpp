@@ -88,34 +88,57 @@ double plan_us(int64_t M, const Shape& s, bool fast) {
 }
 
 TEST(Sparse24CostModel, OutOfBoundsRowsCostMoreThanValidOnes) {
+  // Stream-K keeps CUTLASS's out-of-bounds tiles: same grid of tiles, but 96 rows past M, and the
+  // model, like the H200 (tuning/cliff_m288.txt), makes M = 288 the slower one.
+  const int sk = sparse24_config_index("128x128x256_c1x1_coop_streamk");
+  EXPECT_FALSE(kernels::sparse24_clamps_last_column(sk));
+  EXPECT_EQ(kernels::sparse24_oob_rows(sk, 384), 0);
+  EXPECT_EQ(kernels::sparse24_oob_rows(sk, 288), 96);
+  EXPECT_GT(kernels::sparse24_model_us(sk, 288, 57344, 8192, kSms), kernels::sparse24_model_us(sk, 384, 57344, 8192, kSms));
+  // The data-parallel rows clamp their last column inside M: nothing past M from one tile on (the
+  // cluster pair's padding column included), the rest of one tile below.
   const int c = sparse24_config_index("64x128x256_c1x1_pingpong");
-  EXPECT_EQ(kernels::sparse24_oob_rows(c, 384), 0);
-  EXPECT_EQ(kernels::sparse24_oob_rows(c, 288), 96);
   const int coop = sparse24_config_index("128x128x256_c1x2_coop");
-  EXPECT_EQ(kernels::sparse24_oob_rows(coop, 384), 128);  // the cluster pair's padding column
+  EXPECT_TRUE(kernels::sparse24_clamps_last_column(c));
+  EXPECT_EQ(kernels::sparse24_oob_rows(c, 288), 0);
+  EXPECT_EQ(kernels::sparse24_oob_rows(c, 100), 28);
+  EXPECT_EQ(kernels::sparse24_oob_rows(coop, 384), 0);
+  EXPECT_EQ(kernels::sparse24_oob_rows(coop, 100), 28);
   EXPECT_EQ(kernels::sparse24_main_rows(coop, 300), 256);
-  // Same grid of tiles, but 96 rows past M: the model, like the H200, makes M = 288 the slower one.
-  EXPECT_GT(kernels::sparse24_model_us(c, 288, 57344, 8192, kSms), kernels::sparse24_model_us(c, 384, 57344, 8192, kSms));
-  // Full tiles: more tokens never model faster.
-  for (const Shape& s : kShapes)
+  for (int i = 0; i < kernels::kSparse24NumConfigs; ++i)
+    EXPECT_EQ(kernels::sparse24_clamps_last_column(i), kSparse24Configs[i].splittable()) << kSparse24Configs[i].name;
+  // Full tiles: more tokens never model faster; clamped columns: from one tile on, no M models
+  // slower than a larger one (a partial column costs what a full one does, nothing more).
+  for (const Shape& s : kShapes) {
     for (int64_t m = 128; m <= 8192; m += 128)
       EXPECT_LE(kernels::sparse24_model_us(c, m, s.N, s.K, kSms), kernels::sparse24_model_us(c, m + 128, s.N, s.K, kSms))
           << s.N << "x" << s.K << " M=" << m;
+    for (int cfg : {c, coop})
+      for (int64_t m = kSparse24Configs[cfg].tile_n; m <= 2048; ++m)
+        EXPECT_LE(kernels::sparse24_model_us(cfg, m, s.N, s.K, kSms),
+                  kernels::sparse24_model_us(cfg, m + 1, s.N, s.K, kSms))
+            << kSparse24Configs[cfg].name << " " << s.N << "x" << s.K << " M=" << m;
+  }
 }
 
-TEST(Sparse24CostModel, TailReplacesTheCliffAndKeepsItsRules) {
-  // The measured cliff: M = 288 on the 128x128 cluster-pair tile ran past M by 224 rows.
+TEST(Sparse24CostModel, PartialColumnPlansKeepTheirRules) {
+  // The measured cliff: M = 288 on the 128x128 cluster-pair tile ran past M by 224 rows; the plan
+  // there is no longer that launch.
   const Sparse24Choice c = kernels::sparse24_choose(288, 57344, 8192, -1, 0, false, kSms, true);
-  ASSERT_GE(c.tail_config, 0);
-  EXPECT_EQ(c.main_rows, 256);
+  EXPECT_FALSE(c.config == sparse24_config_index("128x128x256_c1x2_coop") && c.tail_config < 0);
+  int tails = 0;
   for (const Shape& s : kShapes)
     for (bool fast : {false, true})
       for (int64_t M = 1; M <= 9000; M += (M < 64 ? 1 : 7)) {
         const Sparse24Choice p = kernels::sparse24_choose(M, s.N, s.K, -1, 0, fast, kSms, true);
+        // A configuration of the mode (the decode kernel and the promoted stream-K rows serve both).
+        const auto& r = kSparse24Configs[p.config];
+        if (!r.skinny() && !r.stream_k()) EXPECT_EQ(r.fast_accum, fast) << r.name << " M=" << M;
         if (p.tail_config < 0) {
           EXPECT_EQ(p.main_rows, M);
           continue;
         }
+        ++tails;
         const auto& t = kSparse24Configs[p.tail_config];
         // The tail: a data-parallel tile of the same accumulation mode, no workspace.
         EXPECT_TRUE(t.splittable()) << t.name;
@@ -135,6 +158,15 @@ TEST(Sparse24CostModel, TailReplacesTheCliffAndKeepsItsRules) {
         const Sparse24Choice forced = kernels::sparse24_choose(M, s.N, s.K, p.config, 0, fast, kSms, true);
         EXPECT_LT(forced.tail_config, 0);
       }
+  EXPECT_GT(tails, 0) << "no plan with a tail: the rules above checked nothing";
+}
+
+TEST(Sparse24CostModel, StreamKOnlyWithAWorkspace) {
+  for (const Shape& s : kShapes)
+    for (int64_t M = 1; M <= 4000; M += 13) {
+      const Sparse24Choice p = kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, false);
+      EXPECT_FALSE(kSparse24Configs[p.config].stream_k()) << s.N << "x" << s.K << " M=" << M;
+    }
 }
 
 TEST(Sparse24CostModel, NoTailAtFullColumnsAndThePlanIsNearlyMonotone) {

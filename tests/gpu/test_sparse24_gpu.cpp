@@ -296,33 +296,34 @@ TEST(Sparse24Gpu, LinearEveryTokenCount) {
     check_linear(w, LinearSpec{M}, rng);
 }
 
-// Plans with a tail launch (sparse24_tail): the main launch on whole token columns, then a narrower
-// one on the last tokens, overlapping the main launch's last rows. Every element is checked, with
-// every output dtype, both scale kinds, bias, fast accumulation and padded leading dimensions.
+// Plans with a tail launch (sparse24_partial_column): the main launch on whole token columns, then
+// a narrower one on the last tokens, overlapping the main launch's last rows. Every element is
+// checked, with every output dtype, both scale kinds, bias, padded leading dimensions and with or
+// without a workspace. On this weight the cost model picks a tail in the fast-accumulation mode
+// just past 1024 tokens (128x256 columns, then the 64x32 tile).
 TEST(Sparse24Gpu, LinearWithTailLaunch) {
   QSGEMM_REQUIRE_SM90();
   std::mt19937 rng(11);
   Weight w;
-  make_weight(w, 4096, 2048, rng);
+  make_weight(w, 4096, 1024, rng);
   int tails = 0;
-  auto run = [&](const LinearSpec& s) {
+  auto run = [&](LinearSpec s) {
+    s.fast_accum = true;
     Sparse24Options o;
-    o.fast_accum = s.fast_accum;
+    o.fast_accum = true;
     const LinearPlan plan = sparse24_plan(s.M, w.N, w.K, o);
     EXPECT_GE(plan.tail_config, 0) << "M=" << s.M << ": this test wants a plan with a tail";
     tails += plan.tail_config >= 0;
     check_linear(w, s, rng);
   };
-  // Five cases: the float64 reference of one 288 x 4096 x 2048 case takes ~15 s of CPU.
-  for (int64_t M : {257, 519})
-    run(LinearSpec{M});
-  run(LinearSpec{263, DType::kF16, DType::kF16, true});
-  run(LinearSpec{289, DType::kF32, DType::kF32, false, -1, 16, 8});
-  LinearSpec fast{290};
-  fast.fast_accum = true;
-  fast.workspace = false;
-  run(fast);
-  EXPECT_EQ(tails, 5);
+  // Four cases: the float64 reference of one 1031 x 4096 x 1024 case takes a few seconds of CPU.
+  run(LinearSpec{1025});
+  run(LinearSpec{1030, DType::kF16, DType::kF16, true});
+  run(LinearSpec{1031, DType::kF32, DType::kF32, false, -1, 16, 8});
+  LinearSpec no_ws{1028};
+  no_ws.workspace = false;
+  run(no_ws);
+  EXPECT_EQ(tails, 4);
 }
 
 TEST(Sparse24Gpu, LinearShapesAroundAlignmentAndTileEdges) {
