@@ -122,7 +122,9 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, i
 // stream-K tiles); and a main launch on whole token columns (`config`, or where M is less than
 // one column a narrower tile of the mode) followed by a second launch on the last tokens,
 // overlapping the main launch's last rows instead of reading past M. Another plan must model at
-// least 3 % faster than `config`. The tail starts at a multiple of 4 tokens (the per-token scales
+// least 3 % faster than `config` (10 % where `config` is the 128x192 tile, which the heuristic takes
+// where it measured faster: at 1280 x 8192, M = 8192, the model's 6 % for the 128x128 pair was a
+// 7 % loss). The tail starts at a multiple of 4 tokens (the per-token scales
 // keep the main launch's 16-byte alignment), so it may keep up to 3 out-of-bounds rows.
 // {config, 1, -1, 0, M} where nothing pays, and at every M that is a multiple of config's column
 // (the grid points the heuristic was tuned on).
