@@ -2,8 +2,8 @@
 //
 // In the swapped GEMMs (D = W·Xᵀ: the kernel's N is the token count M), a token tile that runs
 // past M reads rows of X beyond M as out-of-bounds rows of the B operand's TMA box. On the H200
-// those cost about three valid rows each, and a cluster pair's padding column is wholly out of
-// bounds (bench/results/h200/tuning/cliff_m288.txt). With these two wrappers the tiles from the
+// each costs more than a valid row, and a cluster pair's padding column is wholly out of bounds
+// (bench/results/h200/tuning/cliff_m288.txt). With these two wrappers the tiles from the
 // last token column on are clamped: they all compute tokens [M - TN, M), a whole in-bounds tile.
 // It recomputes rows of the tile before it with the same operands, tile shape and K order, so the
 // rows written twice get the same bits both times; it needs M >= TN (below, the column is only
