@@ -439,6 +439,27 @@ TEST_F(W4A4Gpu, PackerRejectsNonFiniteNamingRowAndColumn) {
   QSGEMM_CUDA_OK(cudaGetLastError());
 }
 
+// The quantizer's packed codes (rows of ldq bytes) and M-major scales (ng rows of ld_s floats)
+// against the CPU reference of the same input: the code bytes and scales that differ, and the
+// padding bytes of each code row (poisoned 0xAB) that were written.
+struct QuantizerDiff {
+  int64_t codes = 0, scales = 0, padding = 0;
+};
+QuantizerDiff diff_quantizer(const Input& in, int64_t L, int64_t D1, int group, const std::vector<uint8_t>& q, int64_t ldq,
+                             const std::vector<float>& s, int64_t ld_s) {
+  const int64_t ng = D1 / group;
+  std::vector<uint8_t> q_ref(static_cast<size_t>(L * D1 / 2));
+  std::vector<float> s_ref(static_cast<size_t>(L * ng));
+  ref::quantize_int4_groups(in.f.data(), L, D1, D1, group, q_ref.data(), s_ref.data());
+  QuantizerDiff d;
+  for (int64_t r = 0; r < L; ++r) {
+    for (int64_t c = 0; c < D1 / 2; ++c) d.codes += q[r * ldq + c] != q_ref[r * (D1 / 2) + c];
+    for (int64_t c = D1 / 2; c < ldq; ++c) d.padding += q[r * ldq + c] != 0xAB;
+    for (int64_t g = 0; g < ng; ++g) d.scales += std::memcmp(&s[g * ld_s + r], &s_ref[r * ng + g], 4) != 0;
+  }
+  return d;
+}
+
 // The activation quantizer: codes bit-identical (row by row), scales M-major and bit-identical, X2
 // within float32 accumulation rounding: |x2 - ref| <= D1·2^-24·Σ|x·l1| (+ the bf16 rounding of a
 // bf16 x2), for every input dtype, both groups, ranks 0..128, fp32 and bf16 x2, and the entry point
@@ -481,19 +502,10 @@ TEST_F(W4A4Gpu, QuantizerBitIdenticalWithFusedDownProjection) {
         ASSERT_NO_THROW(w4a4_quantize_activations(xv, group, qv, d_s.get(), ld_s, nullptr));
       QSGEMM_CUDA_OK(cudaDeviceSynchronize());
 
-      std::vector<uint8_t> q_ref(static_cast<size_t>(L * D1 / 2));
-      std::vector<float> s_ref(static_cast<size_t>(L * ng));
-      ref::quantize_int4_groups(in.f.data(), L, D1, D1, group, q_ref.data(), s_ref.data());
-      const auto q = d_q.download();
-      const auto s = d_s.download();
-      int bad = 0;
-      for (int64_t r = 0; r < L; ++r)
-        for (int64_t c = 0; c < D1 / 2; ++c) bad += q[r * ldq + c] != q_ref[r * (D1 / 2) + c];
-      EXPECT_EQ(bad, 0) << "code bytes differ";
-      for (int64_t r = 0; r < L; ++r)
-        for (int64_t g = 0; g < ng; ++g)
-          ASSERT_EQ(std::memcmp(&s[g * ld_s + r], &s_ref[r * ng + g], 4), 0)
-              << "scale (" << r << ", " << g << "): " << s[g * ld_s + r] << " vs " << s_ref[r * ng + g];
+      const QuantizerDiff d = diff_quantizer(in, L, D1, group, d_q.download(), ldq, d_s.download(), ld_s);
+      EXPECT_EQ(d.codes, 0) << "code bytes differ";
+      EXPECT_EQ(d.scales, 0) << "scales differ";
+      EXPECT_EQ(d.padding, 0) << "padding bytes written";
       if (R == 0) continue;
       const auto x2raw = d_x2.download();
       int64_t x2bad = 0;
@@ -535,21 +547,10 @@ TEST_F(W4A4Gpu, QuantizerManySlicesBitIdentical) {
                                                 MatrixView(d_q.get(), DType::kI4x2, L, D1 / 2, ldq), d_s.get(), ld_s,
                                                 nullptr));
       QSGEMM_CUDA_OK(cudaDeviceSynchronize());
-      std::vector<uint8_t> q_ref(static_cast<size_t>(L * D1 / 2));
-      std::vector<float> s_ref(static_cast<size_t>(L * ng));
-      ref::quantize_int4_groups(in.f.data(), L, D1, D1, group, q_ref.data(), s_ref.data());
-      const auto q = d_q.download();
-      const auto s = d_s.download();
-      int64_t bad = 0;
-      for (int64_t r = 0; r < L; ++r)
-        for (int64_t c = 0; c < D1 / 2; ++c) bad += q[r * ldq + c] != q_ref[r * (D1 / 2) + c];
-      EXPECT_EQ(bad, 0) << "code bytes differ";
-      for (int64_t r = 0; r < L; ++r)
-        for (int64_t c = D1 / 2; c < ldq; ++c) ASSERT_EQ(q[r * ldq + c], 0xAB) << "padding byte written";
-      int64_t sbad = 0;
-      for (int64_t r = 0; r < L; ++r)
-        for (int64_t g = 0; g < ng; ++g) sbad += std::memcmp(&s[g * ld_s + r], &s_ref[r * ng + g], 4) != 0;
-      EXPECT_EQ(sbad, 0) << "scales differ";
+      const QuantizerDiff d = diff_quantizer(in, L, D1, group, d_q.download(), ldq, d_s.download(), ld_s);
+      EXPECT_EQ(d.codes, 0) << "code bytes differ";
+      EXPECT_EQ(d.scales, 0) << "scales differ";
+      EXPECT_EQ(d.padding, 0) << "padding bytes written";
     }
 }
 
