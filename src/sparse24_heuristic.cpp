@@ -31,6 +31,16 @@ int sparse24_heuristic_stream_k(int64_t M_tokens, int64_t N_out, int sm_count) {
   return -1;
 }
 
+int sparse24_narrow_token_tile(int config, int64_t M_tokens) {
+  using namespace sparse24_detail;
+  const bool pingpong = config == kDefault[0].index || config == kFast[0].index;
+  if (pingpong || config == kStreamK128x32) {
+    if (M_tokens <= 8) return pingpong ? kPingpong64x8 : kStreamK128x8;
+    if (M_tokens <= 16) return pingpong ? kPingpong64x16 : kStreamK128x16;
+  }
+  return config;
+}
+
 bool sparse24_skinny_decode(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count) {
   const int64_t sms = sm_count;
   return M_tokens <= 8 && (N_out + 63) / 64 < sms && N_out * K <= (int64_t{1} << 24);
@@ -42,7 +52,7 @@ int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count,
   if (!fast_accum && sparse24_narrow_wide_tile(M_tokens, N_out, sm_count)) return sparse24_detail::kWide.index;
   if (stream_k) {
     const int c = sparse24_heuristic_stream_k(M_tokens, N_out, sm_count);
-    if (c >= 0) return c;
+    if (c >= 0) return sparse24_narrow_token_tile(c, M_tokens);
   }
   const int64_t sms = sm_count;
   auto tiles = [&](const Tile& t) { return ((N_out + t.tile_m - 1) / t.tile_m) * ((M_tokens + t.tile_n - 1) / t.tile_n); };
@@ -58,7 +68,7 @@ int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count,
   else i = 4;
   // by weight rows: at least half as many tiles as SMs
   while (i > 0 && 2 * tiles(family[i]) < sms) --i;
-  return family[i].index;
+  return sparse24_narrow_token_tile(family[i].index, M_tokens);
 }
 
 int sparse24_split_k(int64_t M_tokens, int64_t N_out, int64_t K, int tile_m, int tile_n, int sm_count) {
@@ -78,7 +88,7 @@ TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out) {
 namespace {
 
 // The 64x32 tile of the accumulation mode: what the heuristic takes at M <= 32 when it does not take
-// the decode kernel.
+// the decode kernel (before sparse24_narrow_token_tile).
 int narrow_tile(bool fast_accum) {
   return (fast_accum ? sparse24_detail::kFast : sparse24_detail::kDefault)[0].index;
 }
@@ -90,7 +100,7 @@ Sparse24Choice library_split(int64_t M, int64_t N, int64_t K, int config, bool f
   const Sparse24ConfigRow& c = kSparse24Configs[config];
   if (c.splittable()) return {config, sparse24_split_k(M, N, K, c.tile_m, c.tile_n, sm_count)};
   if (c.skinny()) {
-    const int alt = narrow_tile(fast_accum);
+    const int alt = sparse24_narrow_token_tile(narrow_tile(fast_accum), M);
     const Sparse24ConfigRow& r = kSparse24Configs[alt];
     const int s = sparse24_split_k(M, N, K, r.tile_m, r.tile_n, sm_count);
     if (s > 1) return {alt, s};
@@ -228,8 +238,9 @@ Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int 
   // Stream-K only with a workspace, and not under a forced split.
   p.config = config >= 0 ? config : sparse24_heuristic(M, N, K, sm_count, fast_accum, with_workspace && split_k < 2);
   if (split_k >= 2) {
-    // Where the heuristic took the decode kernel: the 64x32 tile it would take otherwise.
-    if (config < 0 && kSparse24Configs[p.config].skinny()) p.config = narrow_tile(fast_accum);
+    // Where the heuristic took the decode kernel: the tile it would take otherwise (64x32, or its
+    // 8- or 16-token sibling).
+    if (config < 0 && kSparse24Configs[p.config].skinny()) p.config = sparse24_narrow_token_tile(narrow_tile(fast_accum), M);
     if (kSparse24Configs[p.config].splittable()) p.split_k = split_k;
     return p;
   }

@@ -30,6 +30,12 @@ inline constexpr Tile kFast[] = {tile("64x32x256_c1x1_pingpong_fastaccum"), tile
 inline constexpr Tile kWide = tile("128x192x256_c1x1_coop");  // promoted accumulation, cluster 1x1
 inline constexpr int kStreamK128x32 = sparse24_named("128x32x256_c1x1_coop_streamk");
 inline constexpr int kStreamK128x128 = sparse24_named("128x128x256_c1x1_coop_streamk");
+// The 8- and 16-token siblings of the 64x32 ping-pong and 128x32 stream-K tiles (promoted
+// accumulation; sparse24_narrow_token_tile).
+inline constexpr int kPingpong64x16 = sparse24_named("64x16x256_c1x1_pingpong");
+inline constexpr int kPingpong64x8 = sparse24_named("64x8x256_c1x1_pingpong");
+inline constexpr int kStreamK128x16 = sparse24_named("128x16x256_c1x1_coop_streamk");
+inline constexpr int kStreamK128x8 = sparse24_named("128x8x256_c1x1_coop_streamk");
 }  // namespace sparse24_detail
 
 // The 128x192 promoted tile from 8192 tokens, where its 192-wide token tiles waste at most 1.5 %
@@ -51,6 +57,17 @@ int sparse24_heuristic_stream_k(int64_t M_tokens, int64_t N_out, int sm_count);
 // leave SMs idle; it lost on larger weights. Its sums are exact float32 sums of fp16 products, so it
 // serves fast-accumulation requests too. Data: tune_sparse24_interleaved.jsonl.
 bool sparse24_skinny_decode(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count);
+
+// Below one 32-token tile every row of X's TMA box past M costs time and no column can be clamped
+// inside M, so the 64x32 ping-pong tile (either accumulation mode) and the 128x32 stream-K tile give
+// way to their 16- or 8-token sibling, the narrowest whose token tile holds M. Promoted accumulation
+// in both modes: at these sizes the weight stream bounds the kernel and promoting costs nothing.
+// Any other configuration is returned unchanged. Data: tuning/tune_sparse24_narrow.jsonl (8 layers
+// outside the sweep, M = 4 ... 31): at M <= 15 the 8- / 16-token ping-pong tiles were 3-17 % faster
+// than 64x32 (8192x28672, M = 4: 40.3 against 47.3 µs) and beat the 128x8 / 128x16 stream-K tiles
+// everywhere but on 7168x8192 at 10-14 tokens (16.1 against 16.3 µs); from 17 tokens 64x32 was as
+// fast or faster on 6144x4096 and 8192x1024, so it stays there.
+int sparse24_narrow_token_tile(int config, int64_t M_tokens);
 
 // The configuration for a problem. Tokens pick the tile first (the narrowest token tile wastes the
 // least at decode sizes; the 128-row cooperative tile wins past ~128 tokens, the fast 128x256 from

@@ -131,9 +131,11 @@ TEST(Sparse24CostModel, PartialColumnPlansKeepTheirRules) {
     for (bool fast : {false, true})
       for (int64_t M = 1; M <= 9000; M += (M < 64 ? 1 : 7)) {
         const Sparse24Choice p = kernels::sparse24_choose(M, s.N, s.K, -1, 0, fast, kSms, true);
-        // A configuration of the mode (the decode kernel and the promoted stream-K rows serve both).
+        // A configuration of the mode (the decode kernel, the promoted stream-K rows and the promoted
+        // 8- and 16-token tiles below 17 tokens serve both).
         const auto& r = kSparse24Configs[p.config];
-        if (!r.skinny() && !r.stream_k()) EXPECT_EQ(r.fast_accum, fast) << r.name << " M=" << M;
+        if (!r.skinny() && !r.stream_k() && r.tile_n >= 32) EXPECT_EQ(r.fast_accum, fast) << r.name << " M=" << M;
+        if (r.tile_n < 32) EXPECT_LE(M, r.tile_n) << r.name;
         if (p.tail_config < 0) {
           EXPECT_EQ(p.main_rows, M);
           continue;
@@ -159,6 +161,36 @@ TEST(Sparse24CostModel, PartialColumnPlansKeepTheirRules) {
         EXPECT_LT(forced.tail_config, 0);
       }
   EXPECT_GT(tails, 0) << "no plan with a tail: the rules above checked nothing";
+}
+
+// Below 17 tokens the 32-token tiles give way to the narrowest sibling whose token tile holds M
+// (sparse24_narrow_token_tile), in both accumulation modes, with and without a workspace, split or
+// not; from 17 tokens on nothing changes.
+TEST(Sparse24Heuristic, NarrowTokenTilesBelowSeventeenTokens) {
+  using namespace kernels::sparse24_detail;
+  const int pp32 = sparse24_config_index("64x32x256_c1x1_pingpong");
+  const int pp32f = sparse24_config_index("64x32x256_c1x1_pingpong_fastaccum");
+  for (int64_t M = 1; M <= 40; ++M) {
+    const int want_pp = M <= 8 ? kPingpong64x8 : M <= 16 ? kPingpong64x16 : pp32;
+    const int want_sk = M <= 8 ? kStreamK128x8 : M <= 16 ? kStreamK128x16 : kStreamK128x32;
+    EXPECT_EQ(kernels::sparse24_narrow_token_tile(pp32, M), want_pp) << M;
+    EXPECT_EQ(kernels::sparse24_narrow_token_tile(pp32f, M), M <= 16 ? want_pp : pp32f) << M;
+    EXPECT_EQ(kernels::sparse24_narrow_token_tile(kStreamK128x32, M), want_sk) << M;
+    const int other = sparse24_config_index("64x64x256_c1x1_pingpong");
+    EXPECT_EQ(kernels::sparse24_narrow_token_tile(other, M), other);
+  }
+  int narrow = 0;
+  for (const Shape& s : kShapes)
+    for (bool fast : {false, true})
+      for (bool ws : {false, true})
+        for (int64_t M = 1; M <= 32; ++M) {
+          const Sparse24Choice p = kernels::sparse24_choose(M, s.N, s.K, -1, 0, fast, kSms, ws);
+          const auto& r = kSparse24Configs[p.config];
+          if (r.skinny()) continue;
+          EXPECT_TRUE(M > 16 ? r.tile_n >= 32 : r.tile_n == (M <= 8 ? 8 : 16)) << r.name << " " << s.N << "x" << s.K << " M=" << M;
+          narrow += r.tile_n < 32;
+        }
+  EXPECT_GT(narrow, 0);
 }
 
 TEST(Sparse24CostModel, StreamKOnlyWithAWorkspace) {

@@ -214,8 +214,9 @@ TEST(Sparse24Heuristic, NarrowLayersStepDownToFillTheGpu) {
             continue;
           }
           const int64_t tiles = ((n + c.tile_m - 1) / c.tile_m) * ((m + c.tile_n - 1) / c.tile_n);
-          EXPECT_TRUE(2 * tiles >= sms || (c.tile_m == 64 && c.tile_n == 32)) << m << " " << n << " " << sms;
-          EXPECT_EQ(c.fast_accum, fast);
+          EXPECT_TRUE(2 * tiles >= sms || (c.tile_m == 64 && c.tile_n <= 32)) << m << " " << n << " " << sms;
+          // The 8- and 16-token tiles (promoted) serve both modes below 17 tokens.
+          EXPECT_EQ(c.fast_accum, fast && c.tile_n >= 32) << m << " " << n;
         }
 }
 
@@ -236,12 +237,13 @@ TEST(Sparse24Heuristic, TileOrder) {
   for (int64_t n : {64, 1280, 2047}) EXPECT_EQ(kernels::sparse24_tile_order(16384, n).swizzle, 1) << n;
 }
 
-// The stream-K configurations (10, 11) and the rule that picks them when the caller has a workspace
-// (src/sparse24_heuristic.h; measured: bench/results/h200/tuning/tune_sparse24.jsonl).
+// The stream-K configurations (10, 11, and their 16- and 8-token siblings 15, 16) and the rule that
+// picks them when the caller has a workspace (src/sparse24_heuristic.h; measured:
+// bench/results/h200/tuning/tune_sparse24.jsonl, tune_sparse24_narrow.jsonl).
 TEST(Sparse24Heuristic, StreamKWhereItWon) {
   for (int i = 0; i < sparse24_num_configs(); ++i) {
     const Sparse24Config c = sparse24_config(i);
-    EXPECT_EQ(c.stream_k, i == 10 || i == 11) << i;
+    EXPECT_EQ(c.stream_k, i == 10 || i == 11 || i == 15 || i == 16) << i;
     EXPECT_EQ(c.name().find("_streamk") != std::string::npos, c.stream_k) << c.name();
     if (c.stream_k) {
       EXPECT_TRUE(c.cooperative) << "CUTLASS's stream-K scheduler runs on the cooperative kernel only";
@@ -250,18 +252,22 @@ TEST(Sparse24Heuristic, StreamKWhereItWon) {
   }
   EXPECT_EQ(sparse24_config(10).name(), "128x32x256_c1x1_coop_streamk");
   EXPECT_EQ(sparse24_config(11).name(), "128x128x256_c1x1_coop_streamk");
+  EXPECT_EQ(sparse24_config(15).name(), "128x16x256_c1x1_coop_streamk");
+  EXPECT_EQ(sparse24_config(16).name(), "128x8x256_c1x1_coop_streamk");
+  // The 32-token stream-K tile, or its sibling whose token tile holds m.
+  auto sk32 = [](int64_t m) { return m <= 8 ? 16 : m <= 16 ? 15 : 10; };
   auto pick = [](int64_t m, int64_t n, int64_t k, bool fast = false) { return sparse24_choose_config(m, n, k, 132, fast, true); };
   auto plain = [](int64_t m, int64_t n, int64_t k, bool fast = false) { return sparse24_choose_config(m, n, k, 132, fast, false); };
   for (bool fast : {false, true}) {
     for (int64_t m : {1, 8, 16, 32}) {
-      EXPECT_EQ(pick(m, 10240, 8192, fast), 10) << m;  // 160 64-row tiles: a 28-tile last wave
-      EXPECT_EQ(pick(m, 28672, 4096, fast), 10) << m;  // 448: 52
+      EXPECT_EQ(pick(m, 10240, 8192, fast), sk32(m)) << m;  // 160 64-row tiles: a 28-tile last wave
+      EXPECT_EQ(pick(m, 28672, 4096, fast), sk32(m)) << m;  // 448: 52
       for (auto [n, k] : {std::pair<int64_t, int64_t>{1280, 8192}, {4096, 4096}, {4096, 14336}, {6144, 4096},
                           {7168, 8192}, {8192, 1024}, {8192, 3584}, {8192, 8192}, {8192, 28672}})
         EXPECT_EQ(pick(m, n, k, fast), plain(m, n, k, fast)) << m << "x" << n << ": one wave or less";
     }
-    EXPECT_EQ(pick(1, 57344, 8192, fast), 10);  // 896 tiles: tokens read in lockstep
-    EXPECT_EQ(pick(8, 57344, 8192, fast), 10);
+    EXPECT_EQ(pick(1, 57344, 8192, fast), 16);  // 896 tiles: tokens read in lockstep
+    EXPECT_EQ(pick(8, 57344, 8192, fast), 16);
     EXPECT_EQ(pick(16, 57344, 8192, fast), plain(16, 57344, 8192, fast));
     EXPECT_EQ(pick(64, 10240, 8192, fast), plain(64, 10240, 8192, fast));
     for (int64_t n : {10240, 28672, 57344}) EXPECT_EQ(pick(128, n, 8192, fast), 11) << n;
@@ -303,7 +309,7 @@ TEST(Sparse24Heuristic, WideTokenTileFrom8192) {
     }
   // Not where it would leave fewer tiles than half the SMs (a 64-row weight: 47 tiles of 192 tokens).
   EXPECT_NE(sparse24_choose_config(9000, 64, 4096, 132), 9);
-  EXPECT_EQ(sparse24_num_configs(), 13);
+  EXPECT_EQ(sparse24_num_configs(), 17);
   EXPECT_TRUE(kernels::sparse24_wide_token_tile(8192));
   EXPECT_TRUE(kernels::sparse24_wide_token_tile(8200));   // 43 tiles: 56 of 8256 columns wasted (0.7 %)
   EXPECT_TRUE(kernels::sparse24_wide_token_tile(8256));   // 43 whole tiles
@@ -348,7 +354,8 @@ TEST(Sparse24Heuristic, SkinnyDecodeWhereItWon) {
   EXPECT_NE(sparse24_choose_config(1, 6144, 4096, 132), 12);        // 25.2M weight elements: lost
   EXPECT_NE(sparse24_choose_config(1, 4096, 14336, 132), 12);       // 58.7M: lost
   EXPECT_NE(sparse24_choose_config(1, 8448, 1024, 132), 12);        // 132 tiles of 64 rows: no idle SM
-  EXPECT_EQ(sparse24_choose_config(1, 10240, 1024, 132, false, true), 10);  // stream-K keeps its layers
+  EXPECT_EQ(sparse24_choose_config(1, 10240, 1024, 132, false, true),
+            sparse24_config_index("128x8x256_c1x1_coop_streamk"));  // stream-K keeps its layers (8 tokens)
   EXPECT_NE(sparse24_choose_config(1, 8192, 1024, 66), 12);         // 128 tiles on 66 SMs
   // 16 rows per warp; a cluster only to give every SM a CTA, while each warp keeps 4 panels.
   kernels::Sparse24SkinnyShape s = kernels::sparse24_skinny_shape(1, 1280, 8192, 132);
@@ -399,17 +406,20 @@ TEST(Sparse24Heuristic, SplitK) {
               EXPECT_LE(3 * tiles, sms);
             }
           }
-  // The plan: the split 64x32 tile in place of the decode kernel on the shard, either mode.
+  // The plan: the split 64x8 / 64x16 tile (the 64x32 tile's narrow siblings) in place of the decode
+  // kernel on the shard, either mode.
   Sparse24Options o;
+  const int pp8 = sparse24_config_index("64x8x256_c1x1_pingpong"), pp16 = sparse24_config_index("64x16x256_c1x1_pingpong");
   for (int64_t M : {1, 8, 16}) {
     const LinearPlan p = sparse24_plan(M, 1280, 8192, o, 132);
-    EXPECT_EQ(p.config, 0);
+    EXPECT_EQ(p.config, M <= 8 ? pp8 : pp16);
     EXPECT_EQ(p.split_k, 4);
     EXPECT_EQ(sparse24_linear_workspace_bytes(M, 1280, 8192, o, 132), 4u * M * 1280 * 4);
   }
   o.fast_accum = true;
-  EXPECT_EQ(sparse24_plan(8, 1280, 8192, o, 132).config, 4);
+  EXPECT_EQ(sparse24_plan(8, 1280, 8192, o, 132).config, pp8);
   EXPECT_EQ(sparse24_plan(8, 1280, 8192, o, 132).split_k, 4);
+  EXPECT_EQ(sparse24_plan(24, 1280, 8192, o, 132).config, 4);  // 17..32 tokens: the fast 64x32 tile
   o.fast_accum = false;
   EXPECT_EQ(sparse24_plan(1, 4096, 4096, o, 132).config, 12) << "the decode kernel where the rule does not split";
   EXPECT_EQ(sparse24_plan(1, 4096, 4096, o, 132).split_k, 1);
@@ -432,8 +442,9 @@ TEST(Sparse24Validation, WorkspaceBytesAndStreamKNeedsAWorkspace) {
   EXPECT_EQ(sparse24_linear_workspace_bytes(1, 10240, 8192, o, 132), 0u);
   o.config = 12;  // the decode kernel needs none
   EXPECT_EQ(sparse24_linear_workspace_bytes(1, 256, 512, o, 132), 0u);
-  o.config = 13;
-  expect_error([&] { sparse24_linear_workspace_bytes(1, 256, 512, o, 132); }, Status::kInvalidArgument, "config 13");
+  o.config = sparse24_num_configs();
+  expect_error([&] { sparse24_linear_workspace_bytes(1, 256, 512, o, 132); }, Status::kInvalidArgument,
+               "config " + std::to_string(sparse24_num_configs()));
   o.config = -1;
   expect_error([&] { sparse24_linear_workspace_bytes(1, 250, 512, o, 132); }, Status::kInvalidArgument, "N=250");
   expect_error([&] { sparse24_linear_workspace_bytes(-1, 256, 512, o, 132); }, Status::kInvalidArgument, "M=-1");

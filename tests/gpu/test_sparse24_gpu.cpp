@@ -465,17 +465,18 @@ TEST(Sparse24Gpu, LinearStreamK) {
   for (auto [N, K] : {std::pair<int64_t, int64_t>{256, 8192}, {1288, 2048}, {136, 256}}) {
     Weight w;
     make_weight(w, N, K, rng);
-    for (int c : {10, 11}) {
+    for (int c : {10, 11, 15, 16}) {  // the stream-K rows
       for (int64_t M : {1, 17, 130}) check_linear(w, LinearSpec{M, DType::kBF16, DType::kU8, false, c}, rng);
       check_linear(w, LinearSpec{33, DType::kF16, DType::kF16, true, c}, rng);
       check_linear(w, LinearSpec{40, DType::kF32, DType::kF32, false, c}, rng);
       check_linear(w, LinearSpec{5, DType::kBF16, DType::kF32, false, c, 16, 8}, rng);
     }
   }
-  // Decode on a weight of 10240 rows: the heuristic takes configuration 10 when given a workspace.
+  // Decode on a weight of 10240 rows: the heuristic takes the 8-token stream-K tile when given a workspace.
   Weight big;
   make_weight(big, 10240, 1024, rng);
-  ASSERT_EQ(sparse24_choose_config(4, 10240, 1024, test::device_sm_count(), false, true), 10);
+  ASSERT_EQ(sparse24_choose_config(4, 10240, 1024, test::device_sm_count(), false, true),
+            sparse24_config_index("128x8x256_c1x1_coop_streamk"));
   check_linear(big, LinearSpec{4, DType::kBF16}, rng);
   // The same call without a workspace falls back to a configuration that needs none.
   LinearSpec none{4, DType::kBF16};
