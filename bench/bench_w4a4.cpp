@@ -16,8 +16,7 @@
 //                                 X2 = X·L1ᵀ + Y += X2·L2ᵀ (cuBLASLt bf16)
 //   family "quant_w4a4" (one row per rank r): the quantizer alone; baseline cuda_memcpy_same_bytes.
 // X1 (all families) is in the staging the heuristic's configuration reads (w4a4_plan ->
-// w4a4_x1_dtype: packed INT4 for the mma.sync tiles the heuristic takes today, int8 codes for the
-// wgmma kernel), so the quantizer rows time the staging a caller following the plan writes; each row
+// w4a4_x1_dtype: packed INT4 for the mma.sync and decode tiles, e4m3 codes for the wgmma kernel), so the quantizer rows time the staging a caller following the plan writes; each row
 // notes which.
 // Extra fields per row: "rank", "group" (64). rel_err of the fused GEMM: float64 reference on sampled
 // tokens x channels of the same quantized operands.
@@ -124,18 +123,19 @@ double time_baseline(Timer& timer, Baseline& b, const TimeOptions& to, const std
 }
 
 // ‖Y − ref‖/‖ref‖ over sampled tokens x channels of the fused GEMM's output (bf16 y [M,N]).
-// x1: packed [M][K/2] or (x1_i8) int8 codes [M][K], packed here for the reference.
-double sampled_rel_err(int64_t M, int64_t N, int64_t K, int R, const void* x1, bool x1_i8, const float* sx,
+// x1: packed [M][K/2] or (x1_e4m3) e4m3 codes [M][K], packed here for the reference.
+double sampled_rel_err(int64_t M, int64_t N, int64_t K, int R, const void* x1, bool x1_e4m3, const float* sx,
                        const void* w1, const float* sw, const void* x2, const void* w2, const void* y,
                        cudaStream_t stream) {
   const std::vector<int64_t> toks = sample_indices(M, 8), chans = sample_indices(N, 64);
   const int64_t ng = K / kGroup;
   std::vector<uint8_t> x1r;
-  if (x1_i8) {
+  if (x1_e4m3) {
     const std::vector<uint8_t> codes = download_rows(x1, static_cast<size_t>(K), toks, stream);
     x1r.resize(codes.size() / 2);
     for (size_t i = 0; i < x1r.size(); ++i)
-      x1r[i] = int4_pack(static_cast<int8_t>(codes[2 * i]), static_cast<int8_t>(codes[2 * i + 1]));
+      x1r[i] = int4_pack(static_cast<int>(fp8_e4m3_decode(codes[2 * i])),
+                         static_cast<int>(fp8_e4m3_decode(codes[2 * i + 1])));
   } else {
     x1r = download_rows(x1, static_cast<size_t>(K / 2), toks, stream);
   }
@@ -223,11 +223,11 @@ int bench_w4a4(const BenchOptions& options) {
       w4a4_pack_weight(MatrixView(w.get(), DType::kBF16, N, K), kGroup, MatrixView(w1.get(), DType::kI4x2, N, K / 2),
                        sw.as<float>(), stream);
       for (const int64_t M : ms) {
-        // X1 in the staging the heuristic's configuration reads (int8 codes for the wgmma kernel,
+        // X1 in the staging the heuristic's configuration reads (e4m3 codes for the wgmma kernel,
         // packed INT4 for the decode tile): what a caller following w4a4_plan / w4a4_x1_dtype runs.
         const DType staging = w4a4_x1_dtype(w4a4_plan(M, N, K, 64, W4A4Options{}, d.sm_count));
-        const bool x1_i8 = staging == DType::kI8;
-        const int64_t x1_bytes = x1_i8 ? M * K : M * K / 2;
+        const bool x1_bytes_staging = staging == DType::kE4M3;
+        const int64_t x1_bytes = x1_bytes_staging ? M * K : M * K / 2;
         DeviceBuffer x(static_cast<size_t>(M * K * 2)), x1(static_cast<size_t>(M * K)),
             sx(static_cast<size_t>(ng * M * 4)), xq(static_cast<size_t>(M * K)), sxq(static_cast<size_t>(M * 4)),
             x2(static_cast<size_t>(M * kMaxRank * 2)), y(static_cast<size_t>(M * N * 2));
@@ -249,7 +249,8 @@ int bench_w4a4(const BenchOptions& options) {
                                                          false, st);
                                 })
                 : NAN;
-        const MatrixView x1v = x1_i8 ? MatrixView(x1.get(), DType::kI8, M, K) : MatrixView(x1.get(), DType::kI4x2, M, K / 2);
+        const MatrixView x1v = x1_bytes_staging ? MatrixView(x1.get(), DType::kE4M3, M, K)
+                                                : MatrixView(x1.get(), DType::kI4x2, M, K / 2);
         auto gemm = [&](int r, cudaStream_t st) {
           w4a4_linear(x1v, sx.as<float>(), M,
                       MatrixView(w1.get(), DType::kI4x2, N, K / 2), sw.as<float>(), kGroup,
@@ -287,7 +288,7 @@ int bench_w4a4(const BenchOptions& options) {
           quant(r, stream);
           gemm(r, stream);
           QSB_CHECK_CUDA(cudaStreamSynchronize(stream));
-          const double err = options.check ? sampled_rel_err(M, N, K, r, x1.get(), x1_i8, sx.as<float>(), w1.get(),
+          const double err = options.check ? sampled_rel_err(M, N, K, r, x1.get(), x1_bytes_staging, sx.as<float>(), w1.get(),
                                                             sw.as<float>(), x2.get(), w2.get(), y.get(), stream)
                                            : NAN;
           BenchRow row;

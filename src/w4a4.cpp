@@ -57,7 +57,7 @@ int pick_config(int64_t L, int64_t D, int64_t D1, int rank, const W4A4Options& o
 
 // The X1 staging a configuration reads, in words (error messages).
 const char* staging_name(DType t) {
-  return t == DType::kI8 ? "int8 codes (DType::kI8 [L, D1])" : "packed INT4 (DType::kI4x2 [L, D1/2])";
+  return t == DType::kE4M3 ? "e4m3 codes (DType::kE4M3 [L, D1])" : "packed INT4 (DType::kI4x2 [L, D1/2])";
 }
 
 // An explicit configuration must read the caller's X1 staging (the heuristic only picks such rows).
@@ -120,12 +120,12 @@ void w4a4_linear(const MatrixView& x1, const float* x_scale, int64_t ld_x_scale,
                  const float* w_scale, int group, const MatrixView& x2, const MatrixView& w2, const VectorView& bias,
                  const MatrixView& y, const W4A4Options& options, cudaStream_t stream) {
   const char* fn = "w4a4_linear";
-  // x1: packed INT4 [L, D1/2] or int8 codes [L, D1] (docs/formats.md §5); w1 is always packed.
-  detail::check_matrix(fn, "x1", x1, {DType::kI4x2, DType::kI8}, -1, -1, 16);
-  const bool x1_i8 = x1.dtype == DType::kI8;
-  const int64_t L = x1.rows, D1 = x1_i8 ? x1.cols : 2 * x1.cols;
-  if (x1_i8 && D1 % 2 != 0)
-    detail::fail(fn, Status::kInvalidArgument, "x1", detail::cat("x1 (int8) has ", D1, " columns: D1 must be even"));
+  // x1: packed INT4 [L, D1/2] or e4m3 codes [L, D1] (docs/formats.md §5); w1 is always packed.
+  detail::check_matrix(fn, "x1", x1, {DType::kI4x2, DType::kE4M3}, -1, -1, 16);
+  const bool x1_bytes = x1.dtype == DType::kE4M3;
+  const int64_t L = x1.rows, D1 = x1_bytes ? x1.cols : 2 * x1.cols;
+  if (x1_bytes && D1 % 2 != 0)
+    detail::fail(fn, Status::kInvalidArgument, "x1", detail::cat("x1 (e4m3) has ", D1, " columns: D1 must be even"));
   detail::check_matrix(fn, "w1", w1, {DType::kI4x2}, -1, D1 / 2, 16);
   const int64_t D = w1.rows;
   check_group(fn, group, D1);
@@ -287,9 +287,9 @@ void w4a4_quantize_activations(const MatrixView& x, int group, const MatrixView&
   const int64_t L = x.rows, D1 = x.cols;
   check_group(fn, group, D1);
   check_extents(fn, L, 0, D1);
-  // x1: packed INT4 [L, D1/2] or the int8 staging [L, D1] (the same codes, one per byte).
-  detail::check_dtype(fn, "x1", x1.dtype, {DType::kI4x2, DType::kI8});
-  detail::check_matrix(fn, "x1", x1, {DType::kI4x2, DType::kI8}, L, x1.dtype == DType::kI8 ? D1 : D1 / 2, 16);
+  // x1: packed INT4 [L, D1/2] or the e4m3 staging [L, D1] (the same codes, one per byte).
+  detail::check_dtype(fn, "x1", x1.dtype, {DType::kI4x2, DType::kE4M3});
+  detail::check_matrix(fn, "x1", x1, {DType::kI4x2, DType::kE4M3}, L, x1.dtype == DType::kE4M3 ? D1 : D1 / 2, 16);
   const int64_t r = lora_down.rows;
   check_rank(fn, "lora_down", r);
   if (r > 0) {
@@ -330,7 +330,7 @@ void w4a4_quantize_activations(const MatrixView& x, int group, const MatrixView&
   a.group = group;
   a.q = static_cast<uint8_t*>(x1.data);
   a.ldq = x1.ld;
-  a.q_i8 = x1.dtype == DType::kI8;
+  a.q_e4m3 = x1.dtype == DType::kE4M3;
   a.scales = x_scale;
   a.s_row = 1;
   a.s_grp = ld_x_scale;

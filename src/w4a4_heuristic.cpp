@@ -4,13 +4,13 @@
 namespace qsgemm::kernels {
 
 int w4a4_choose_for_x1(int64_t L, int64_t /*D*/, int64_t /*D1*/, int /*rank*/, int /*sm_count*/, DType x1) {
-  if (x1 == DType::kI8) return w4a4_detail::kWgmma;
+  if (x1 == DType::kE4M3) return w4a4_detail::kWgmma;
   if (L > kW4A4DecodeMaxL) return w4a4_detail::kSmall;
   return L <= 8 ? w4a4_detail::kDecode8 : (L <= 16 ? w4a4_detail::kDecode16 : w4a4_detail::kDecode32);
 }
 
 int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count) {
-  return w4a4_choose_for_x1(L, D, D1, rank, sm_count, DType::kI4x2);
+  return w4a4_choose_for_x1(L, D, D1, rank, sm_count, L >= kW4A4WgmmaMinL ? DType::kE4M3 : DType::kI4x2);
 }
 
 }  // namespace qsgemm::kernels

@@ -27,27 +27,27 @@ static_assert(kW4A4Configs[kWgmma].kernel == W4A4Kernel::kWgmma && kW4A4Configs[
               "the prefill row is the wgmma kernel, the decode rows the decode kernel");
 }  // namespace w4a4_detail
 
-// L up to which a decode row is taken.
+// L up to which a decode row is taken, and from which the wgmma kernel (e4m3 X1) is.
 inline constexpr int64_t kW4A4DecodeMaxL = 128;
+inline constexpr int64_t kW4A4WgmmaMinL = 512;
 
 // Y[L,D] = X1[L,D1]·W1ᵀ + X2·W2ᵀ over the whole table. Small L is a weight stream: L <= 8 takes the
 // 8-token decode row, L <= 16 the 16-token one, L <= 128 the 32-token one (several token blocks
-// read the weight from DRAM once, then from L2); larger L the mma.sync 32x64 tile. All of them read
-// X1 packed INT4. Measured on the H200 (bench/results/h200/tuning/tune_w4a4_decode.txt; rank 0,
-// group 64): at L = 1 on 57344x8192 the 8-token row takes 102 µs against 170 µs for 32x64; the
-// 32-token row beats 32x64 from L = 48 to 128 on 4096x4096, 57344x8192 and 8192x28672 (at L = 128:
-// 30 / 575 / 290 µs against 47 / 611 / 358; at L = 33 too in an earlier build, 17 against 43 µs),
-// and ties it at L = 256 on 4096x4096 (53 vs 54 µs).
-// At L = 2048, D = D1 = 4096 (tune_w4a4.txt): 32x64 359 / 350 / 235 µs at rank 64 / rank 0 /
-// group 128, the wgmma prefill kernel 396 / 378 / 248, 128x128 397 / 386 / 250, 64x128 427 / 412 /
-// 287. The wgmma kernel (X1 int8 codes) is in the table and runs for an int8 X1, but is not
-// preferred until it is the fastest. L >= 0, D > 0, sm_count > 0 (the callers check).
+// read the weight from DRAM once, then from L2), all reading X1 packed INT4; 129..511 tokens the
+// mma.sync 32x64 tile (packed); from 512 tokens the wgmma kernel (X1 e4m3 codes). Measured on the
+// H200 (bench/results/h200/tuning/tune_w4a4_decode.txt; rank 0, group 64): at L = 1 on 57344x8192
+// the 8-token row takes 102 µs against 170 µs for 32x64; the 32-token row beats 32x64 from L = 48
+// to 128 on 4096x4096, 57344x8192 and 8192x28672 (at L = 128: 30 / 575 / 290 µs against 47 / 611 /
+// 358). The wgmma kernel (tuning/tune_w4a4_e4m3.txt, rank 64, 4096x4096): at L = 512 72.0 / 56.4 µs
+// (group 64 / 128) against 99.3 / 64.5 for 32x64, at L = 2048 233.5 / 190.0 against 356.1 / 233.0;
+// at L = 256 it lost (71.9 / 55.8 against 56.2 / 35.4). The group is not an input of the plan, so
+// the bands hold for both groups. L >= 0, D > 0, sm_count > 0 (the callers check).
 int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count);
 
 // The same restricted to the rows that read X1 in dtype `x1` (what w4a4_linear runs with
 // options.config == -1, so a caller's X1 staging always has a kernel):
-//  * kI8: the wgmma row (the only one reading int8 codes), any L;
-//  * kI4x2: L <= 128 a decode row, else the mma.sync 32x64 tile (above).
+//  * kE4M3: the wgmma row (the only one reading e4m3 codes), any L;
+//  * kI4x2: L <= 128 a decode row, else the mma.sync 32x64 tile (the packed rows' bands above).
 int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, DType x1);
 
 }  // namespace qsgemm::kernels

@@ -219,7 +219,7 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
 
 // `qsgemm tune w4a4`: every configuration of the W4A4 + low-rank table on Y[M,N] = X1[M,K]·W1[N,K]ᵀ
 // + X2[M,r]·W2[N,r]ᵀ (bf16 output; --rank r, default 64; --group 64|128, default 64). Each
-// configuration reads X1 in its own staging (w4a4_x1_dtype: packed INT4 or int8 codes).
+// configuration reads X1 in its own staging (w4a4_x1_dtype: packed INT4 or e4m3 codes).
 int tune_w4a4(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_count) {
   using namespace qsgemm::bench;
   const int64_t R = arg_int(argc, argv, "--rank", 64), G = arg_int(argc, argv, "--group", 64);
@@ -249,8 +249,8 @@ int tune_w4a4(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_cou
       [&](int i, cudaStream_t st) {
         W4A4Options opt;
         opt.config = i;
-        const bool i8 = w4a4_x1_dtype(i) == DType::kI8;  // the staging this configuration reads
-        w4a4_linear(i8 ? MatrixView(x1.get(), DType::kI8, M, K) : MatrixView(x1.get(), DType::kI4x2, M, K / 2),
+        const bool bytes = w4a4_x1_dtype(i) == DType::kE4M3;  // the staging this configuration reads
+        w4a4_linear(bytes ? MatrixView(x1.get(), DType::kE4M3, M, K) : MatrixView(x1.get(), DType::kI4x2, M, K / 2),
                     sx.as<float>(), M,
                     MatrixView(w1.get(), DType::kI4x2, N, K / 2), sw.as<float>(), static_cast<int>(G),
                     MatrixView(x2.get(), DType::kBF16, M, R), MatrixView(w2.get(), DType::kBF16, N, R), {},

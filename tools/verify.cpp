@@ -256,7 +256,7 @@ void gpu_checks(Tally& t) {
     for (size_t i = 0; i < l1.size(); ++i) l1[i] = bf16_decode(l1b[i] = bf16_encode(l1[i]));
     for (size_t i = 0; i < w2.size(); ++i) w2[i] = bf16_decode(w2b[i] = bf16_encode(w2[i]));
     Dev<uint16_t> dx(xb.size()), dw(wb.size()), dl1(l1b.size()), dw2(w2b.size()), dx2(M * R);
-    Dev<uint8_t> dx1(M * K), dw1(N * K / 2);  // X1 packed or int8 codes (the plan's staging)
+    Dev<uint8_t> dx1(M * K), dw1(N * K / 2);  // X1 packed or e4m3 codes (the plan's staging)
     Dev<float> dsx(ng * M), dsw(N * ng), dy(M * N);
     DType staging = DType::kI4x2;
     dx.up(xb);
@@ -264,10 +264,10 @@ void gpu_checks(Tally& t) {
     dl1.up(l1b);
     dw2.up(w2b);
     try {
-      // M = 37 > 32: the heuristic's configuration is the wgmma kernel, which reads int8 codes.
+      // The heuristic's configuration and the staging it reads (e4m3 codes for the wgmma kernel).
       staging = w4a4_x1_dtype(w4a4_plan(M, N, K, static_cast<int>(R), W4A4Options{}));
-      const MatrixView x1v = staging == DType::kI8 ? MatrixView(dx1.p, DType::kI8, M, K)
-                                                   : MatrixView(dx1.p, DType::kI4x2, M, K / 2);
+      const MatrixView x1v = staging == DType::kE4M3 ? MatrixView(dx1.p, DType::kE4M3, M, K)
+                                                     : MatrixView(dx1.p, DType::kI4x2, M, K / 2);
       w4a4_pack_weight(MatrixView(dw.p, DType::kBF16, N, K), G, MatrixView(dw1.p, DType::kI4x2, N, K / 2), dsw.p,
                        nullptr);
       w4a4_quantize_activations(MatrixView(dx.p, DType::kBF16, M, K), G, MatrixView(dl1.p, DType::kBF16, R, K), x1v,
@@ -288,11 +288,11 @@ void gpu_checks(Tally& t) {
     for (int64_t m = 0; m < M; ++m)
       for (int g = 0; g < ng; ++g) sx_mm[g * M + m] = sx[m * ng + g];
     if (dw1.down(wq.size()) != wq || dsw.down(sw.size()) != sw) return std::string("FAIL packer differs from the CPU");
-    std::vector<uint8_t> x1_ref = xq;  // the packed codes, or their int8 staging
-    if (staging == DType::kI8) {
+    std::vector<uint8_t> x1_ref = xq;  // the packed codes, or their e4m3 staging
+    if (staging == DType::kE4M3) {
       x1_ref.resize(M * K);
       for (int64_t i = 0; i < M * K; ++i)
-        x1_ref[i] = static_cast<uint8_t>(static_cast<int8_t>(int4_unpack(xq[i / 2], static_cast<int>(i & 1))));
+        x1_ref[i] = fp8_e4m3_encode(static_cast<float>(int4_unpack(xq[i / 2], static_cast<int>(i & 1))));
     }
     if (dx1.down(x1_ref.size()) != x1_ref || dsx.down(sx_mm.size()) != sx_mm)
       return std::string("FAIL quantizer differs from the CPU");

@@ -18,7 +18,7 @@ enum class DType : uint8_t {
   kE4M3,   // FP8 e4m3 "fn" (OCP): finite only, max 448, see docs/formats.md §1
   kU8,     // raw bytes (sparse metadata)
   kI4x2,   // two signed 4-bit values per byte, see docs/formats.md §5; shapes count bytes
-  kI8,     // signed 8-bit integer (two's complement); the W4A4 int8 X1 staging, docs/formats.md §5
+  kI8,     // signed 8-bit integer (two's complement); no entry point takes it today
 };
 
 // Bytes per element of a dtype (kI4x2: one byte holds two values).

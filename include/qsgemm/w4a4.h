@@ -8,8 +8,8 @@
 // low-rank factors (r = 0, 16, ..., 128). In SVDQuant, X2 = X·L1ᵀ is the down-projection of the
 // unquantized activation and W2 = L2 the up-projection; for LoRA they are the adapter's factors.
 //
-// Kernels: INT4 is stored, INT8 is multiplied, every group's integer sum is exact (s32) and promoted
-// once per group into float32 accumulators (acc += sx·sw·sum); after the K loop the low-rank term
+// Kernels: INT4 is stored, 8 bits are multiplied (s8 or e4m3), every group's integer sum is exact and
+// promoted once per group into float32 accumulators (acc += sx·sw·sum); after the K loop the low-rank term
 // runs as bf16 MMAs into the same float32 accumulators, and one epilogue adds the bias and converts.
 // No second kernel, no extra pass over Y. Any L >= 1; partial tiles are predicated. Three kernels:
 //  * src/kernels/sm90/w4a4/sm90_w4a4_decode.cu, `mma.sync` m16n8k32 s8 with the weight as the A
@@ -19,18 +19,19 @@
 //    widened in registers, X1 packed INT4: the heuristic's choice above 128 tokens (the 32x64 tile,
 //    measured fastest there, src/w4a4_heuristic.h);
 //  * src/kernels/sm90/w4a4/sm90_w4a4_wgmma.cuh, CUTLASS's TMA warp-specialized mixed-input mainloop
-//    with s8·s8 → s32 `wgmma`; the INT4 weight is widened in registers, the activations are read as
-//    int8 codes (the "int8 staging" of X1, below). Correct, but not yet faster than the mma.sync
-//    tiles (docs/performance.md); it runs for an int8 X1 or when asked for by options.config.
+//    with e4m3·e4m3 → f32 `wgmma` (every code -8..7 and every group sum is exact in it); the INT4
+//    weight is widened in registers, the activations are read as e4m3 codes (the "e4m3 staging" of
+//    X1, below).
 //
 // X1 staging (docs/formats.md §5): the activation quantizer writes X1 either packed (DType::kI4x2,
-// [L, D1/2] bytes) or as int8 codes (DType::kI8, [L, D1], one code per byte, the same codes). Each
+// [L, D1/2] bytes) or as e4m3 codes (DType::kE4M3, [L, D1], one code per byte as an e4m3 value, the
+// same codes). Each
 // configuration reads one of them (w4a4_x1_dtype). Typical use:
 //     LinearPlan p = w4a4_plan(L, D, D1, r, {}, 0);       // the configuration the heuristic picks
 //     DType s = w4a4_x1_dtype(p);                            // today kI4x2 at every L
 //     w4a4_quantize_activations(x, group, l1, x1_as_s, ...); w4a4_linear(x1_as_s, ...);
 // w4a4_linear with options.config == -1 picks among the configurations that read x1's dtype, so
-// either staging always runs (an int8 X1 takes the wgmma kernel).
+// either staging always runs (an e4m3 X1 takes the wgmma kernel).
 //
 // Every entry point validates its operands before it touches the GPU and throws qsgemm::Error naming
 // the operand and the values (qsgemm/error.h). All functions are stream-ordered and never allocate,
@@ -80,8 +81,8 @@ int w4a4_config_index(const std::string& name);
 // heuristic's choice among the rows reading x1's dtype. sm_count > 0, L >= 0, D > 0
 // (kInvalidArgument otherwise).
 int w4a4_choose_config(int64_t L, int64_t D, int64_t D1, int rank, int sm_count);
-// The X1 dtype configuration `config` reads: DType::kI4x2 (packed, [L, D1/2] bytes) or DType::kI8
-// (int8 codes, [L, D1]). kInvalidArgument for an index outside the table.
+// The X1 dtype configuration `config` reads: DType::kI4x2 (packed, [L, D1/2] bytes) or DType::kE4M3
+// (e4m3 codes, [L, D1]). kInvalidArgument for an index outside the table.
 DType w4a4_x1_dtype(int config);
 // The X1 dtype the plan's configuration reads: quantize the activations into this staging.
 DType w4a4_x1_dtype(const LinearPlan& plan);
@@ -100,9 +101,11 @@ struct W4A4Options : LinearOptions {};
 LinearPlan w4a4_plan(int64_t L, int64_t D, int64_t D1, int rank, const W4A4Options& options, int sm_count = 0);
 
 // ---- the fused GEMM ----------------------------------------------------------------------------
-//   x1:      the activation codes, either kI4x2 [L, D1/2] bytes (packed) or kI8 [L, D1] (int8
-//            staging, one code in -8..7 per byte); base 16-byte aligned, ld (bytes) % 16 == 0 (TMA
-//            rows for the wgmma kernel). The configuration must read this dtype (see config above).
+//   x1:      the activation codes, either kI4x2 [L, D1/2] bytes (packed) or kE4M3 [L, D1] (e4m3
+//            staging, one code in -8..7 per byte as an e4m3 value; other bytes give an unspecified
+//            result); base 16-byte aligned, ld (bytes) % 16 == 0 (TMA rows for the wgmma kernel).
+//            Any other dtype (kI8 included) is kInvalidArgument. The configuration must read this
+//            dtype (see config above).
 //   x_scale: float, M-major [D1/group][ld_x_scale], ld_x_scale >= L; non-null when L > 0.
 //   w1:      kI4x2 [D, D1/2] bytes (packed weight codes), rules above.
 //   w_scale: float, row-major [D][D1/group]; non-null.
@@ -137,9 +140,10 @@ void w4a4_pack_weight(const MatrixView& w, int group, const MatrixView& w_packed
 // ---- the activation quantizer, low-rank down-projection fused -----------------------------------
 // Reads X [L, D1] once and writes:
 //   x1:      the codes (the same rule as the packer's: bit-identical to ref::quantize_int4_groups
-//            row by row), by x1's dtype: kI4x2 [L, D1/2] packed, or kI8 [L, D1] the int8 staging
-//            (code q as the byte q, two's complement; byte k of a row = the unpacked nibble k of
-//            the packed form). Base 16-byte aligned, ld (bytes) % 16 == 0. Use w4a4_x1_dtype(plan).
+//            row by row), by x1's dtype: kI4x2 [L, D1/2] packed, or kE4M3 [L, D1] the e4m3 staging
+//            (code q as the e4m3 byte of q, fp8_e4m3_encode(q); byte k of a row = the unpacked nibble
+//            k of the packed form). Base 16-byte aligned, ld (bytes) % 16 == 0. Use
+//            w4a4_x1_dtype(plan).
 //   x_scale: float M-major [D1/group][ld_x_scale], ld_x_scale >= L, 4-byte aligned;
 //   x2:      X·L1ᵀ, [L, r], bf16 or fp32 (16-byte aligned base and rows), from the unquantized X,
 //            accumulated in float32 (bf16 X: tensor-core MMAs; fp16 / fp32 X: FMAs in ascending k),

@@ -3,15 +3,15 @@
 // CUDA kernels (the library), boxed by hand like register.cpp's.
 //
 //   w4a4_pack_weight(Tensor w, int group) -> (Tensor packed, Tensor scale)
-//   w4a4_quantize_activations(Tensor x, int group, Tensor? lora_down=None, bool int8=False)
+//   w4a4_quantize_activations(Tensor x, int group, Tensor? lora_down=None, bool e4m3=False)
 //       -> (Tensor x1, Tensor x_scale, Tensor? x2)
 //   w4a4_linear(Tensor x1, Tensor x_scale, Tensor w1, Tensor w_scale, int group, Tensor? x2=None,
 //               Tensor? w2=None, Tensor? bias=None, ScalarType? out_dtype=None) -> Tensor
 //   w4a4_linear.out(..., Tensor? bias=None, *, Tensor(a!) out) -> ()
 //
 // Packed INT4 (docs/formats.md §5) is torch.uint8 [rows, K/2] (two signed values per byte, even k
-// in the low nibble); the activations' int8 staging (int8=True) is torch.int8 [M, K], one code in
-// -8..7 per byte, what the wgmma kernel reads (w4a4_linear takes either). Scales float32: weights
+// in the low nibble); the activations' e4m3 staging (e4m3=True) is torch.float8_e4m3fn [M, K], one
+// code in -8..7 per byte as an e4m3 value, what the wgmma kernel reads (w4a4_linear takes either). Scales float32: weights
 // [N, K/group] row-major, activations [M, K/group] M-major (strides (1, M): the transpose of a
 // contiguous [K/group, M]); x2, w2, lora_down bf16.
 #include <cuda_runtime_api.h>
@@ -115,13 +115,13 @@ W4A4Problem check_linear(const char* fn, const Tensor& x1, const Tensor& x_scale
   check_dtype(fn, "w_scale", w_scale, {c.f32});
   check_shape2(fn, "w_scale", w_scale, N, ng, "[N, K/group]");
   check_contiguous(fn, "w_scale", w_scale);
-  check_dtype(fn, "x1", x1, {c.u8, c.i8});
+  check_dtype(fn, "x1", x1, {c.u8, c.e4m3});
   check_dim(fn, "x1", x1, 2);
   const int64_t M = x1.size(0);
-  const bool staged = dtype_code(x1) == c.i8;
+  const bool staged = dtype_code(x1) == c.e4m3;
   if (x1.size(1) != (staged ? K : K / 2))
     fail(fn, Status::kInvalidArgument, "x1",
-         staged ? cat("has ", x1.size(1), " columns, expected K=", K, " (int8 codes; w1.size(1) = K/2 packed bytes)")
+         staged ? cat("has ", x1.size(1), " columns, expected K=", K, " (e4m3 codes; w1.size(1) = K/2 packed bytes)")
                 : cat("has ", x1.size(1), " columns, expected K/2=", K / 2, " (w1.size(1): packed INT4 bytes)"));
   check_contiguous(fn, "x1", x1);
   check_dtype(fn, "x_scale", x_scale, {c.f32});
@@ -220,25 +220,26 @@ Tensors2 pack_weight(const Tensor& w, int64_t group) {
 }
 
 std::tuple<Tensor, Tensor, OptTensor> quantize_activations(const Tensor& x, int64_t group, const OptTensor& lora_down,
-                                                           bool int8) {
+                                                           bool e4m3) {
   const char* fn = "w4a4_quantize_activations";
   require_cpu(fn, "x", x);
   const QuantArgs q = check_quant(fn, x, group, lora_down);
   const auto& c = dtype_codes();
   const int64_t M = q.M, K = q.K, ng = K / group;
-  Tensor x1 = int8 ? empty({M, K}, c.i8, x) : empty({M, K / 2}, c.u8, x);
+  Tensor x1 = e4m3 ? empty({M, K}, c.e4m3, x) : empty({M, K / 2}, c.u8, x);
   Tensor xs = x_scale_tensor(M, ng, x);
   OptTensor x2;
   if (q.lora) x2 = empty({M, q.r}, c.bf16, x);
   if (M == 0) return {x1, xs, x2};
   const std::vector<float> xf = to_floats(x);
   std::vector<float> rm(static_cast<size_t>(M * ng));
-  std::vector<uint8_t> packed(int8 ? static_cast<size_t>(M * K / 2) : 0);
-  uint8_t* pk = int8 ? packed.data() : static_cast<uint8_t*>(x1.data_ptr());
+  std::vector<uint8_t> packed(e4m3 ? static_cast<size_t>(M * K / 2) : 0);
+  uint8_t* pk = e4m3 ? packed.data() : static_cast<uint8_t*>(x1.data_ptr());
   qsgemm::ref::quantize_int4_groups(xf.data(), M, K, K, static_cast<int>(group), pk, rm.data());
-  if (int8) {  // the staging: nibble k of the packed row as byte k
-    int8_t* q8 = static_cast<int8_t*>(x1.data_ptr());
-    for (int64_t i = 0; i < M * K; ++i) q8[i] = static_cast<int8_t>(qsgemm::int4_unpack(pk[i / 2], static_cast<int>(i % 2)));
+  if (e4m3) {  // the staging: nibble k of the packed row as byte k, an e4m3 value
+    uint8_t* q8 = static_cast<uint8_t*>(x1.data_ptr());
+    for (int64_t i = 0; i < M * K; ++i)
+      q8[i] = qsgemm::fp8_e4m3_encode(static_cast<float>(qsgemm::int4_unpack(pk[i / 2], static_cast<int>(i % 2))));
   }
   float* sp = static_cast<float*>(xs.data_ptr());
   for (int64_t m = 0; m < M; ++m)
@@ -266,13 +267,18 @@ void linear_out(const Tensor& x1, const Tensor& x_scale, const Tensor& w1, const
   const W4A4Problem p = check_linear(fn, x1, x_scale, w1, w_scale, group, x2, w2, bias, out);
   if (p.M == 0) return;
   const int64_t ng = p.K / group;
-  // The reference reads packed codes: an int8 staging is packed first (lossless: codes in -8..7).
+  // The reference reads packed codes: an e4m3 staging is packed first (lossless: codes in -8..7;
+  // a byte that is not such a code packs as its value clamped to -8..7, NaN as 0).
   std::vector<uint8_t> x1p;
   const uint8_t* x1_packed = static_cast<const uint8_t*>(x1.data_ptr());
-  if (dtype_code(x1) == dtype_codes().i8) {
-    const int8_t* q8 = static_cast<const int8_t*>(x1.data_ptr());
+  if (dtype_code(x1) == dtype_codes().e4m3) {
+    const uint8_t* q8 = static_cast<const uint8_t*>(x1.data_ptr());
+    auto code = [](uint8_t b) {
+      const float v = qsgemm::fp8_e4m3_decode(b);
+      return v == v ? static_cast<int>(std::fmin(std::fmax(v, -8.0f), 7.0f)) : 0;
+    };
     x1p.resize(static_cast<size_t>(p.M * p.K / 2));
-    for (int64_t i = 0; i < p.M * p.K / 2; ++i) x1p[static_cast<size_t>(i)] = qsgemm::int4_pack(q8[2 * i], q8[2 * i + 1]);
+    for (int64_t i = 0; i < p.M * p.K / 2; ++i) x1p[static_cast<size_t>(i)] = qsgemm::int4_pack(code(q8[2 * i]), code(q8[2 * i + 1]));
     x1_packed = x1p.data();
   }
   // The reference takes row-major [M][K/group] activation scales.
@@ -322,21 +328,22 @@ Tensors2 pack_weight(const Tensor& w, int64_t group) {
   return {packed, scale};
 }
 
-// x1 as the library sees it: packed INT4 (torch.uint8 [M, K/2]) or the int8 staging (torch.int8 [M, K]).
+// x1 as the library sees it: packed INT4 (torch.uint8 [M, K/2]) or the e4m3 staging
+// (torch.float8_e4m3fn [M, K]).
 qsgemm::MatrixView x1_view(const Tensor& x1, int64_t M, int64_t K) {
-  if (dtype_code(x1) == dtype_codes().i8) return qsgemm::MatrixView(x1.data_ptr(), qsgemm::DType::kI8, M, K);
+  if (dtype_code(x1) == dtype_codes().e4m3) return qsgemm::MatrixView(x1.data_ptr(), qsgemm::DType::kE4M3, M, K);
   return i4_view(x1, M, K / 2);
 }
 
 std::tuple<Tensor, Tensor, OptTensor> quantize_activations(const Tensor& x, int64_t group, const OptTensor& lora_down,
-                                                           bool int8) {
+                                                           bool e4m3) {
   const char* fn = "w4a4_quantize_activations";
   const int32_t dev = device_of(fn, "x", x);
   DeviceScope scope(dev);
   const QuantArgs q = check_quant(fn, x, group, lora_down);
   const auto& c = dtype_codes();
   const int64_t M = q.M, K = q.K, ng = K / group;
-  Tensor x1 = int8 ? empty({M, K}, c.i8, x) : empty({M, K / 2}, c.u8, x);
+  Tensor x1 = e4m3 ? empty({M, K}, c.e4m3, x) : empty({M, K / 2}, c.u8, x);
   Tensor xs = x_scale_tensor(M, ng, x);
   OptTensor x2;
   if (q.lora) x2 = empty({M, q.r}, c.bf16, x);
@@ -403,9 +410,9 @@ void boxed_quantize(StableIValue* st, uint64_t, uint64_t) {
   const Tensor x = arg<Tensor>(st, 0);
   const int64_t group = arg<int64_t>(st, 1);
   const OptTensor l1 = arg<OptTensor>(st, 2);
-  const bool int8 = arg<bool>(st, 3);
+  const bool e4m3 = arg<bool>(st, 3);
   auto r = guarded([&] {
-    return Cuda ? cuda::quantize_activations(x, group, l1, int8) : cpu::quantize_activations(x, group, l1, int8);
+    return Cuda ? cuda::quantize_activations(x, group, l1, e4m3) : cpu::quantize_activations(x, group, l1, e4m3);
   });
   st[0] = sd::from(std::get<0>(r));
   st[1] = sd::from(std::get<1>(r));
@@ -462,7 +469,7 @@ void register_w4a4(sd::StableLibrary& m) {
 
 STABLE_TORCH_LIBRARY_FRAGMENT(qsgemm, m) {
   m.def("w4a4_pack_weight(Tensor w, int group) -> (Tensor packed, Tensor scale)");
-  m.def("w4a4_quantize_activations(Tensor x, int group, Tensor? lora_down=None, bool int8=False)"
+  m.def("w4a4_quantize_activations(Tensor x, int group, Tensor? lora_down=None, bool e4m3=False)"
         " -> (Tensor x1, Tensor x_scale, Tensor? x2)");
   m.def("w4a4_linear(Tensor x1, Tensor x_scale, Tensor w1, Tensor w_scale, int group, Tensor? x2=None,"
         " Tensor? w2=None, Tensor? bias=None, ScalarType? out_dtype=None) -> Tensor");

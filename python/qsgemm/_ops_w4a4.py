@@ -4,7 +4,7 @@
 Schemas::
 
     w4a4_pack_weight(Tensor w, int group) -> (Tensor packed, Tensor scale)
-    w4a4_quantize_activations(Tensor x, int group, Tensor? lora_down=None, bool int8=False)
+    w4a4_quantize_activations(Tensor x, int group, Tensor? lora_down=None, bool e4m3=False)
         -> (Tensor x1, Tensor x_scale, Tensor? x2)
     w4a4_linear(Tensor x1, Tensor x_scale, Tensor w1, Tensor w_scale, int group, Tensor? x2=None,
                 Tensor? w2=None, Tensor? bias=None, ScalarType? out_dtype=None) -> Tensor
@@ -12,9 +12,10 @@ Schemas::
                     Tensor? w2=None, Tensor? bias=None, *, Tensor(a!) out) -> ()
 
 Dtypes (docs/formats.md §5): packed INT4 is ``torch.uint8`` with K/2 columns (two signed values
--8..7 per byte, the even k in the low nibble); the activations' int8 staging (``int8=True``) is
-``torch.int8`` [M, K], one code per byte: what the wgmma kernel reads (``w4a4_linear`` takes
-either; ``w4a4_x1_int8(M)`` says which one the library's heuristic prefers); scales float32, weight scales [N, K/group] row-major,
+-8..7 per byte, the even k in the low nibble); the activations' e4m3 staging (``e4m3=True``) is
+``torch.float8_e4m3fn`` [M, K], one code per byte as an e4m3 value: what the wgmma kernel reads
+(``w4a4_linear`` takes either; ``w4a4_x1_e4m3(M)`` says which one the library's heuristic
+prefers); scales float32, weight scales [N, K/group] row-major,
 activation scales [M, K/group] M-major (strides (1, M)); the low-rank operands x2 [M, r], w2 [N, r]
 and lora_down [r, K] are bfloat16; r = 0, 16, ..., 128; group 64 or 128; K % group == 0; N % 8 == 0.
 """
@@ -32,24 +33,25 @@ __all__ = [
     "w4a4_quantize_activations",
     "w4a4_linear",
     "w4a4_linear_out",
-    "w4a4_x1_int8",
+    "w4a4_x1_e4m3",
     "W4A4_GROUPS",
     "W4A4_MAX_RANK",
 ]
 
 W4A4_GROUPS = (64, 128)
 W4A4_MAX_RANK = 128
-# The staging the library's heuristic reads (src/w4a4_heuristic.h): packed INT4 at every token count
-# today (the mma.sync tiles measured faster than the wgmma kernel that reads int8 codes). The library
-# runs either staging; this only picks the faster one.
-W4A4_INT8_MIN_L = None  # no token count prefers the int8 staging yet
+# The staging the library's heuristic reads (src/w4a4_heuristic.h, w4a4_choose): packed INT4 for the
+# decode kernel and the mma.sync tiles up to 511 tokens, e4m3 codes for the wgmma kernel from 512.
+# The library runs either staging; this only picks the faster one.
+W4A4_E4M3_MIN_L = 512
 _ops = torch.ops.qsgemm
 
 
-def w4a4_x1_int8(M: int) -> bool:
-    """Whether activations of M tokens should be quantized into the int8 staging (the wgmma kernel's
-    operand) rather than packed INT4 (the mma.sync kernels'): what the library's heuristic runs."""
-    return W4A4_INT8_MIN_L is not None and M >= W4A4_INT8_MIN_L
+def w4a4_x1_e4m3(M: int) -> bool:
+    """Whether activations of M tokens should be quantized into the e4m3 staging (the wgmma kernel's
+    operand) rather than packed INT4 (the decode and mma.sync kernels'): what the library's heuristic
+    runs."""
+    return M >= W4A4_E4M3_MIN_L
 
 
 @torch.library.register_fake("qsgemm::w4a4_pack_weight")
@@ -59,9 +61,9 @@ def _(w, group):
 
 
 @torch.library.register_fake("qsgemm::w4a4_quantize_activations")
-def _(x, group, lora_down=None, int8=False):
+def _(x, group, lora_down=None, e4m3=False):
     M, K = x.shape
-    x1 = x.new_empty((M, K), dtype=torch.int8) if int8 else x.new_empty((M, K // 2), dtype=torch.uint8)
+    x1 = x.new_empty((M, K), dtype=torch.float8_e4m3fn) if e4m3 else x.new_empty((M, K // 2), dtype=torch.uint8)
     # M-major: the transpose of a contiguous [K/group, M] (strides (1, M); (1, 1) for M == 0).
     xs = x.new_empty_strided((M, K // group), (1, torch.sym_max(M, 1)), dtype=torch.float32)
     x2 = None if lora_down is None else x.new_empty((M, lora_down.shape[0]), dtype=torch.bfloat16)
@@ -92,14 +94,14 @@ def w4a4_pack_weight(w: torch.Tensor, group: int = 64) -> Tuple[torch.Tensor, to
 
 
 def w4a4_quantize_activations(
-    x: torch.Tensor, group: int = 64, lora_down: Optional[torch.Tensor] = None, int8: bool = False
+    x: torch.Tensor, group: int = 64, lora_down: Optional[torch.Tensor] = None, e4m3: bool = False
 ) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
     """Quantize activations X [M, K] (bf16/fp16/fp32, contiguous) to INT4 groups, the low-rank
     down-projection fused: returns (x1, x_scale float32 [M, K/group] M-major, x2 = X·lora_downᵀ
     bf16 [M, r] from the unquantized X, or None without lora_down). x1 is packed uint8 [M, K/2], or
-    with ``int8=True`` the int8 staging [M, K] (the same codes, one per byte, the wgmma kernel's
-    operand; see w4a4_x1_int8). lora_down: bf16 [r, K], r a multiple of 16 up to 128."""
-    if int8:
+    with ``e4m3=True`` the e4m3 staging float8_e4m3fn [M, K] (the same codes, one per byte, the
+    wgmma kernel's operand; see w4a4_x1_e4m3). lora_down: bf16 [r, K], r a multiple of 16 up to 128."""
+    if e4m3:
         return _call(_wq, x, group, lora_down, True)
     if lora_down is None:
         return _call(_wq, x, group)
@@ -111,7 +113,7 @@ def w4a4_linear(
 ) -> torch.Tensor:
     """Y [M, N] = Σ_g x_scale[m, g]·w_scale[n, g]·(x1_g·w1_gᵀ) + x2·w2ᵀ (+ bias), one fused kernel.
 
-    x1/x_scale from w4a4_quantize_activations (x1 packed or int8 staging), w1/w_scale from w4a4_pack_weight (N % 8 == 0); x2
+    x1/x_scale from w4a4_quantize_activations (x1 packed or e4m3 staging), w1/w_scale from w4a4_pack_weight (N % 8 == 0); x2
     bf16 [M, r] and w2 bf16 [N, r] together or both None (plain W4A4); bias None or [N] (float32
     or the output dtype); out_dtype bfloat16 (default), float16 or float32."""
     if out_dtype is not None:  # trailing defaults left out: host time on the hot path

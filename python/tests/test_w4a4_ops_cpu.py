@@ -39,7 +39,7 @@ def test_schemas():
     s = {n: str(getattr(torch.ops.qsgemm, n).default._schema) for n in OPS}
     assert s["w4a4_pack_weight"] == "qsgemm::w4a4_pack_weight(Tensor w, int group) -> (Tensor packed, Tensor scale)"
     assert s["w4a4_quantize_activations"] == (
-        "qsgemm::w4a4_quantize_activations(Tensor x, int group, Tensor? lora_down=None, bool int8=False)"
+        "qsgemm::w4a4_quantize_activations(Tensor x, int group, Tensor? lora_down=None, bool e4m3=False)"
         " -> (Tensor x1, Tensor x_scale, Tensor? x2)"
     )
     assert s["w4a4_linear"] == (
@@ -64,7 +64,7 @@ def test_fake_shapes():
         assert x2.shape == (5, 32) and x2.dtype == torch.bfloat16
         assert torch.ops.qsgemm.w4a4_quantize_activations(x, 64)[2] is None
         q8 = torch.ops.qsgemm.w4a4_quantize_activations(x, 64, None, True)[0]
-        assert q8.shape == (5, 256) and q8.dtype == torch.int8
+        assert q8.shape == (5, 256) and q8.dtype == torch.float8_e4m3fn
         assert torch.ops.qsgemm.w4a4_linear(q8, xs, p, s, 128).shape == (5, 72)
         y = torch.ops.qsgemm.w4a4_linear(x1, xs, p, s, 128, x2, torch.empty(72, 32, dtype=torch.bfloat16))
         assert y.shape == (5, 72) and y.dtype == torch.bfloat16
@@ -110,7 +110,7 @@ def w4a4_opcheck_cases(device="cpu"):
         (torch.ops.qsgemm.w4a4_quantize_activations.default, (x.to(d), 128), {}),
         (torch.ops.qsgemm.w4a4_quantize_activations.default, (x.to(d), 64, None, True), {}),
         (torch.ops.qsgemm.w4a4_linear.default, (x1.to(d), xs.to(d), w1.to(d), ws.to(d), 64), {}),
-        (torch.ops.qsgemm.w4a4_linear.default, (unpack_codes(x1).to(d), xs.to(d), w1.to(d), ws.to(d), 64), {}),
+        (torch.ops.qsgemm.w4a4_linear.default, (unpack_codes(x1).to(torch.float8_e4m3fn).to(d), xs.to(d), w1.to(d), ws.to(d), 64), {}),
         (
             torch.ops.qsgemm.w4a4_linear.default,
             (x1.to(d), xs.to(d), w1.to(d), ws.to(d), 64, x2.to(d), w2.to(d), bias.to(d), torch.float32),
@@ -236,20 +236,22 @@ def test_linear_m0_and_rank0_lora():
     assert torch.equal(y0, ops.w4a4_linear(x1, xs, w1, ws, 64))
 
 
-# ---- the int8 staging of the activations ----------------------------------------------------------------
+# ---- the e4m3 staging of the activations ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("group", [64, 128])
-def test_int8_staging_is_the_unpacked_codes_and_computes_the_same(group):
+def test_e4m3_staging_is_the_unpacked_codes_and_computes_the_same(group):
     x = torch.randn(9, 256, dtype=torch.bfloat16) * 3
     l1 = (torch.randn(32, 256) / 16).to(torch.bfloat16)
     p1, ps, px2 = ops.w4a4_quantize_activations(x, group, l1)
-    q8, qs, qx2 = ops.w4a4_quantize_activations(x, group, l1, int8=True)
-    assert q8.dtype == torch.int8 and q8.shape == (9, 256)
-    assert torch.equal(q8, unpack_codes(p1)) and torch.equal(qs, ps) and torch.equal(qx2, px2)
+    q8, qs, qx2 = ops.w4a4_quantize_activations(x, group, l1, e4m3=True)
+    assert q8.dtype == torch.float8_e4m3fn and q8.shape == (9, 256)
+    assert torch.equal(q8.float(), unpack_codes(p1).float()) and torch.equal(qs, ps) and torch.equal(qx2, px2)
     w1, ws = ops.w4a4_pack_weight(torch.randn(64, 256), group)
     w2 = torch.randn(64, 32).to(torch.bfloat16)
     assert torch.equal(ops.w4a4_linear(q8, qs, w1, ws, group, qx2, w2), ops.w4a4_linear(p1, ps, w1, ws, group, px2, w2))
     with pytest.raises(ValueError, match="expected K=256"):
         ops.w4a4_linear(q8[:, :128].contiguous(), qs, w1, ws, group)
-    assert not ops.w4a4_x1_int8(32) and not ops.w4a4_x1_int8(4096)  # the mma.sync tiles (packed) are faster
+    # The heuristic's staging: packed up to 511 tokens (decode, mma.sync), e4m3 (wgmma) from 512.
+    assert not ops.w4a4_x1_e4m3(32) and not ops.w4a4_x1_e4m3(511)
+    assert ops.w4a4_x1_e4m3(512) and ops.w4a4_x1_e4m3(4096)

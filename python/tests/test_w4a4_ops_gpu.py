@@ -35,9 +35,10 @@ def test_pack_and_quantizer_cuda_equal_cpu(dtype, group, M):
         g = ops.w4a4_quantize_activations(x.cuda(), group, None if l1 is None else l1.cuda())
         assert torch.equal(g[0].cpu(), c[0]), "codes"
         assert torch.equal(g[1].cpu(), c[1]) and g[1].stride() == c[1].stride(), "scales"
-        g8 = ops.w4a4_quantize_activations(x.cuda(), group, None if l1 is None else l1.cuda(), int8=True)
-        assert g8[0].dtype == torch.int8 and torch.equal(g8[0].cpu(), unpack_codes(c[0])), "int8 staging"
-        assert torch.equal(g8[1].cpu(), c[1]), "scales (int8 staging)"
+        g8 = ops.w4a4_quantize_activations(x.cuda(), group, None if l1 is None else l1.cuda(), e4m3=True)
+        assert g8[0].dtype == torch.float8_e4m3fn, "e4m3 staging"
+        assert torch.equal(g8[0].cpu().float(), unpack_codes(c[0]).float()), "e4m3 staging"
+        assert torch.equal(g8[1].cpu(), c[1]), "scales (e4m3 staging)"
         if r:
             # float32 accumulation on the GPU vs float64 on the CPU: within one bf16 rounding.
             torch.testing.assert_close(g[2].cpu().float(), c[2].float(), rtol=2.0**-7, atol=1e-3)
@@ -60,8 +61,8 @@ def test_linear_cuda_vs_float64(M, r, out_dtype):
     out = torch.full((M, N), float("nan"), dtype=out_dtype, device="cuda")
     ops.w4a4_linear_out(d(x1), d(xs), d(w1), d(ws), group, d(x2), d(w2), d(bias), out=out)
     wref.check_w4a4_gemm(out, expect)
-    # The int8 staging of the same codes: the wgmma prefill kernel above 32 tokens.
-    y8 = ops.w4a4_linear(d(unpack_codes(x1)), d(xs), d(w1), d(ws), group, d(x2), d(w2), d(bias), out_dtype)
+    # The e4m3 staging of the same codes: the wgmma prefill kernel.
+    y8 = ops.w4a4_linear(d(unpack_codes(x1).to(torch.float8_e4m3fn)), d(xs), d(w1), d(ws), group, d(x2), d(w2), d(bias), out_dtype)
     wref.check_w4a4_gemm(y8, expect)
 
 

@@ -44,8 +44,8 @@ struct Case {
 
 TEST(W4A4Validation, Dtypes) {
   Case c;
-  c.x1.dtype = DType::kE4M3;
-  expect_error([&] { c.run(); }, Status::kInvalidArgument, "dtype e4m3 is not accepted", "x1");
+  c.x1.dtype = DType::kBF16;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "dtype bf16 is not accepted", "x1");
   c = Case{};
   c.w1.dtype = DType::kU8;
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "dtype", "w1");
@@ -162,50 +162,52 @@ TEST(W4A4Validation, ScalesBiasOptions) {
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "is outside [-1, " + std::to_string(w4a4_num_configs()) + ")", "options.config");
 }
 
-// X1 in either staging: packed INT4 [L, D1/2] or int8 codes [L, D1]; an explicit configuration must
+// X1 in either staging: packed INT4 [L, D1/2] or e4m3 codes [L, D1]; an explicit configuration must
 // read the staging it is given (the heuristic only picks such rows).
 TEST(W4A4Validation, X1Staging) {
   const int wg = w4a4_config_index("128x128x128_wgmma_coop"), sq = w4a4_config_index("128x128x128_w2x4");
   Case c;
-  c.x1 = MatrixView(addr(0x100000), DType::kI8, 16, 512);
+  c.x1 = MatrixView(addr(0x100000), DType::kE4M3, 16, 512);
   c.x1.rows = c.y.rows = c.x2.rows = 0;  // L = 0: validated, then a no-op (no GPU on this machine)
   EXPECT_NO_THROW(c.run());
   c.opt.config = wg;
   EXPECT_NO_THROW(c.run());
   c.opt.config = sq;
   expect_error([&] { c.run(); }, Status::kInvalidArgument,
-               "config 128x128x128_w2x4 reads X1 as packed INT4 (DType::kI4x2 [L, D1/2]) but x1 is int8", "x1");
+               "config 128x128x128_w2x4 reads X1 as packed INT4 (DType::kI4x2 [L, D1/2]) but x1 is e4m3", "x1");
   c = Case{};
   c.x1.rows = c.y.rows = c.x2.rows = 0;
   c.opt.config = wg;
   expect_error([&] { c.run(); }, Status::kInvalidArgument,
-               "config 128x128x128_wgmma_coop reads X1 as int8 codes (DType::kI8 [L, D1]) but x1 is int4x2", "x1");
-  // int8 X1: D1 = its columns; w1 must then have D1/2 bytes per row.
+               "config 128x128x128_wgmma_coop reads X1 as e4m3 codes (DType::kE4M3 [L, D1]) but x1 is int4x2", "x1");
+  // e4m3 X1: D1 = its columns; w1 must then have D1/2 bytes per row.
   c = Case{};
-  c.x1 = MatrixView(addr(0x100000), DType::kI8, 16, 256);
+  c.x1 = MatrixView(addr(0x100000), DType::kE4M3, 16, 256);
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "has 256 columns, expected 128", "w1");
   // 16-byte rows (TMA): ld in bytes.
   c = Case{};
-  c.x1 = MatrixView(addr(0x100000), DType::kI8, 16, 512, 520);
+  c.x1 = MatrixView(addr(0x100000), DType::kE4M3, 16, 512, 520);
   expect_error([&] { c.run(); }, Status::kMisaligned, "ld=520 (520 bytes) must be a multiple of 16 bytes", "x1");
   c = Case{};
-  c.x1 = MatrixView(addr(0x100004), DType::kI8, 16, 512);
+  c.x1 = MatrixView(addr(0x100004), DType::kE4M3, 16, 512);
   expect_error([&] { c.run(); }, Status::kMisaligned, "must be 16-byte aligned", "x1");
   // Which staging each configuration reads.
   for (int i = 0; i < w4a4_num_configs(); ++i)
-    EXPECT_EQ(w4a4_x1_dtype(i), kernels::kW4A4Configs[i].kernel == kernels::W4A4Kernel::kWgmma ? DType::kI8
+    EXPECT_EQ(w4a4_x1_dtype(i), kernels::kW4A4Configs[i].kernel == kernels::W4A4Kernel::kWgmma ? DType::kE4M3
                                                                                                : DType::kI4x2);
-  EXPECT_EQ(w4a4_x1_dtype(wg), DType::kI8);
+  EXPECT_EQ(w4a4_x1_dtype(wg), DType::kE4M3);
   EXPECT_EQ(w4a4_x1_dtype(sq), DType::kI4x2);
   expect_error([] { w4a4_x1_dtype(-1); }, Status::kInvalidArgument, "outside", "config");
   expect_error([] { w4a4_x1_dtype(w4a4_num_configs()); }, Status::kInvalidArgument, "outside", "config");
   W4A4Options o;
-  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(2048, 4096, 4096, 64, o, 132)), DType::kI4x2);  // the 32x64 tile
+  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(2048, 4096, 4096, 64, o, 132)), DType::kE4M3);  // the wgmma kernel
   EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(16, 4096, 4096, 64, o, 132)), DType::kI4x2);
   o.config = wg;
-  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(2048, 4096, 4096, 64, o, 132)), DType::kI8);
-  EXPECT_STREQ(dtype_name(DType::kI8), "int8");
-  EXPECT_EQ(dtype_size(DType::kI8), 1);
+  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(2048, 4096, 4096, 64, o, 132)), DType::kE4M3);
+  // The int8 staging is gone (the wgmma kernel reads e4m3 codes): an int8 X1 is an error.
+  c = Case{};
+  c.x1 = MatrixView(addr(0x100000), DType::kI8, 16, 512);
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "int8", "x1");
 }
 
 TEST(W4A4Validation, OverlappingOutput) {
@@ -275,15 +277,15 @@ TEST(W4A4Validation, QuantizerRules) {
                Status::kInvalidArgument, "overlaps x1", "x2");
   expect_error([&] { run(x, 64, l1, x1, reinterpret_cast<float*>(0x200000 + 64), 16, x2); },
                Status::kInvalidArgument, "overlaps lora_down", "x_scale");
-  // The int8 staging: [L, D1], one code per byte, 16-byte rows.
-  expect_error([&] { run(x, 64, l1, MatrixView(addr(0x300000), DType::kI8, 16, 256), sx, 16, x2); },
+  // The e4m3 staging: [L, D1], one code per byte, 16-byte rows.
+  expect_error([&] { run(x, 64, l1, MatrixView(addr(0x300000), DType::kE4M3, 16, 256), sx, 16, x2); },
                Status::kInvalidArgument, "has 256 columns, expected 512", "x1");
-  expect_error([&] { run(x, 64, l1, MatrixView(addr(0x300000), DType::kI8, 16, 512, 520), sx, 16, x2); },
+  expect_error([&] { run(x, 64, l1, MatrixView(addr(0x300000), DType::kE4M3, 16, 512, 520), sx, 16, x2); },
                Status::kMisaligned, "must be a multiple of 16 bytes", "x1");
   expect_error([&] { run(x, 64, l1, MatrixView(addr(0x300000), DType::kU8, 16, 512), sx, 16, x2); },
                Status::kInvalidArgument, "dtype u8 is not accepted", "x1");
   EXPECT_NO_THROW(w4a4_quantize_activations(MatrixView(addr(0x100000), DType::kBF16, 0, 512), 64,
-                                            MatrixView(addr(0x300000), DType::kI8, 0, 512), sx, 0, nullptr));
+                                            MatrixView(addr(0x300000), DType::kE4M3, 0, 512), sx, 0, nullptr));
   // The entry point without the down-projection applies the same rules.
   expect_error([&] { w4a4_quantize_activations(x, 64, x1, sx, 15, nullptr); }, Status::kInvalidArgument,
                "ld_x_scale=15 must be >= L=16", "x_scale");
@@ -339,7 +341,7 @@ TEST(W4A4Configs, TableAndNames) {
     if (c.kernel == kernels::W4A4Kernel::kWgmma) {  // CUTLASS's cooperative tile: 2 consumer warp groups
       ++wgmma_rows;
       EXPECT_EQ(n, std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x128_wgmma_coop");
-      EXPECT_EQ(c.x1_dtype(), DType::kI8) << n;
+      EXPECT_EQ(c.x1_dtype(), DType::kE4M3) << n;
       EXPECT_EQ(c.tile_m, 128) << n << ": the one instantiated wgmma tile (sm90_w4a4_wgmma_<dtype>.cu)";
       EXPECT_EQ(c.tile_n, 128) << n;
       continue;
@@ -361,8 +363,8 @@ TEST(W4A4Configs, TableAndNames) {
 }
 
 // The whole table: L <= 16 the decode row with the fewest n8 token blocks that hold L, L <= 128 the
-// 32-token decode row, larger L the mma.sync 32x64 tile (both packed X1; measured faster than the wgmma kernel,
-// src/w4a4_heuristic.h); an int8 X1 the wgmma row.
+// 32-token decode row, up to 511 tokens the mma.sync 32x64 tile (all packed X1), from 512 the wgmma
+// kernel (e4m3 X1; src/w4a4_heuristic.h); an e4m3 X1 the wgmma row at every L.
 TEST(W4A4Heuristic, DecodeThenSmallTile) {
   const int d8 = w4a4_config_index("decode_8x16_k8"), d16 = w4a4_config_index("decode_16x16_k8"),
             d32 = w4a4_config_index("decode_32x32_k8"), small = w4a4_config_index("32x64x128_w1x4"),
@@ -370,8 +372,10 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
   for (int64_t L : {0, 1, 7, 8}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d8) << L;
   for (int64_t L : {9, 16}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d16) << L;
   for (int64_t L : {17, 31, 32, 33, 64, 128}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d32) << L;
-  for (int64_t L : {129, 256, 2048, 8192}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), small) << L;
+  for (int64_t L : {129, 256, 511}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), small) << L;
+  for (int64_t L : {512, 2048, 8192}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), wg) << L;
   EXPECT_EQ(w4a4_choose_config(256, 256, 4096, 0, 132), small);
+  EXPECT_EQ(kernels::kW4A4WgmmaMinL, 512);
   // Up to 32 tokens a decode row holds all of L in one token block (one weight pass); its tokens
   // per CTA never shrink as L grows.
   int prev_tokens = 0;
@@ -384,16 +388,18 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
   }
   expect_error([] { w4a4_choose_config(1, 4096, 4096, 0, 0); }, Status::kInvalidArgument, "sm_count=0", "sm_count");
   W4A4Options o;
-  EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, small);
-  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(2048, 4096, 4096, 64, o, 132)), DType::kI4x2);
+  EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, wg);
+  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(2048, 4096, 4096, 64, o, 132)), DType::kE4M3);
+  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(300, 4096, 4096, 64, o, 132)), DType::kI4x2);
   EXPECT_EQ(w4a4_plan(32, 4096, 4096, 64, o, 132).config, d32);
   EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(1, 4096, 4096, 64, o, 132)), DType::kI4x2);
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).split_k, 1);
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).workspace_bytes, 0u);
-  // Packed X1 (w4a4_linear with a kI4x2 x1) follows the same rule; int8 X1 the wgmma row at every L.
-  for (int64_t L : {1, 32, 33, 128}) {
-    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 4096, 4096, 64, 132, DType::kI4x2), L <= 8 ? d8 : d32) << L;
-    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 4096, 4096, 64, 132, DType::kI8), wg) << L;
+  // Packed X1 (w4a4_linear with a kI4x2 x1) follows the same rule; e4m3 X1 the wgmma row at every L.
+  for (int64_t L : {1, 32, 33, 128, 2048}) {
+    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 4096, 4096, 64, 132, DType::kI4x2),
+              L <= 8 ? d8 : L <= 128 ? d32 : small) << L;
+    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 4096, 4096, 64, 132, DType::kE4M3), wg) << L;
   }
   o.config = d8;
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, d8);

@@ -7,8 +7,8 @@
 //    L = 1..33, 64, 65, 127, 128, 129, 1000, 4099, K not a multiple of the 128-wide K tile, every rank
 //    of {0, 16, 32, 64, 128}, every output dtype, bias, padded leading dimensions, poisoned outputs;
 //  * the whole layer: quantizer + packer + GEMM composed, with either X1 staging;
-//  * the int8 X1 staging: the quantizer's int8 codes equal the unpacked packed codes bit for bit, and
-//    every configuration runs with the staging it reads (w4a4_x1_dtype).
+//  * the e4m3 X1 staging: the quantizer's e4m3 codes equal the unpacked packed codes (as e4m3) bit for
+//    bit, and every configuration runs with the staging it reads (w4a4_x1_dtype).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -36,13 +36,13 @@ std::vector<uint8_t> random_codes(int64_t rows, int64_t cols, int64_t ld, std::m
     for (int64_t c = 0; c < cols; c += 2) p[r * ld + c / 2] = int4_pack(d(rng), d(rng));
   return p;
 }
-// The int8 staging of a pitched packed matrix: byte c of row r = the signed nibble c (docs/formats.md
-// §5), row pitch ld8 bytes (>= cols; the padding poisoned with 0x5A, never read).
-std::vector<uint8_t> int8_staging(const std::vector<uint8_t>& p, int64_t rows, int64_t cols, int64_t ld, int64_t ld8) {
+// The e4m3 staging of a pitched packed matrix: byte c of row r = the signed nibble c as e4m3
+// (docs/formats.md §5), row pitch ld8 bytes (>= cols; the padding poisoned with 0x5A, never read).
+std::vector<uint8_t> e4m3_staging(const std::vector<uint8_t>& p, int64_t rows, int64_t cols, int64_t ld, int64_t ld8) {
   std::vector<uint8_t> q(static_cast<size_t>(rows * ld8), 0x5A);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)
-      q[r * ld8 + c] = static_cast<uint8_t>(static_cast<int8_t>(int4_unpack(p[r * ld + c / 2], static_cast<int>(c & 1))));
+      q[r * ld8 + c] = fp8_e4m3_encode(static_cast<float>(int4_unpack(p[r * ld + c / 2], static_cast<int>(c & 1))));
   return q;
 }
 // Dense copy [rows][cols/2] of a pitched packed matrix (the reference's layout).
@@ -82,7 +82,7 @@ struct Problem {
   int code_lo = -3, code_hi = 3;
   int64_t pad = 0;              // extra elements / bytes on every leading dimension
   // The X1 staging: kU8 = the one the configuration reads (config -1: the plan's, w4a4_x1_dtype),
-  // else kI4x2 (packed) or kI8 (int8 codes).
+  // else kI4x2 (packed) or kE4M3 (e4m3 codes).
   DType x1 = DType::kU8;
 };
 
@@ -160,16 +160,16 @@ void run_problem(const Problem& p, std::mt19937& rng) {
   W4A4Options opt;
   opt.config = p.config;
   // X1 in the staging the configuration reads (or the one asked for): packed as generated, or the
-  // int8 codes of the same values.
+  // e4m3 codes of the same values.
   const DType x1_dtype = p.x1 != DType::kU8 ? p.x1
                          : p.config >= 0    ? w4a4_x1_dtype(p.config)
                                             : w4a4_x1_dtype(w4a4_plan(L, D, D1, static_cast<int>(R), opt));
   SCOPED_TRACE(std::string("x1 ") + dtype_name(x1_dtype));
-  const int64_t ld_x1_i8 = D1 + 16 * (p.pad > 0);
-  DeviceBuffer<uint8_t> d_x1_i8(x1_dtype == DType::kI8 ? static_cast<size_t>(L * ld_x1_i8) : 1);
-  if (x1_dtype == DType::kI8) d_x1_i8.upload(int8_staging(x1, L, D1, ld_x1, ld_x1_i8));
-  const MatrixView x1v = x1_dtype == DType::kI8 ? MatrixView(d_x1_i8.get(), DType::kI8, L, D1, ld_x1_i8)
-                                                : MatrixView(d_x1.get(), DType::kI4x2, L, D1 / 2, ld_x1);
+  const int64_t ld_x1_b = D1 + 16 * (p.pad > 0);
+  DeviceBuffer<uint8_t> d_x1_b(x1_dtype == DType::kE4M3 ? static_cast<size_t>(L * ld_x1_b) : 1);
+  if (x1_dtype == DType::kE4M3) d_x1_b.upload(e4m3_staging(x1, L, D1, ld_x1, ld_x1_b));
+  const MatrixView x1v = x1_dtype == DType::kE4M3 ? MatrixView(d_x1_b.get(), DType::kE4M3, L, D1, ld_x1_b)
+                                                  : MatrixView(d_x1.get(), DType::kI4x2, L, D1 / 2, ld_x1);
   ASSERT_NO_THROW(w4a4_linear(x1v, d_sx.get(), ld_sx,
                               MatrixView(d_w1.get(), DType::kI4x2, D, D1 / 2, ld_w1), d_sw.get(), p.group,
                               MatrixView(R > 0 ? d_x2.get() : nullptr, DType::kBF16, L, R, ld_x2),
@@ -237,8 +237,10 @@ TEST_F(W4A4Gpu, ExactOnSmallIntegersEveryConfig) {
 }
 
 // The largest group sums the format allows: every code -8 (each product 64, a group of 128 sums to
-// 2^13; 2^21 in the mma.sync kernels' 16·v bytes), and codes drawn from -8..7. The kernels convert
-// these sums to float without I2F (small_int_to_float.cuh); fp32 output, unit scales: bit for bit.
+// 2^13; 2^21 in the mma.sync kernels' 16·v bytes), and codes drawn from -8..7. The mma.sync kernels
+// convert these sums to float without I2F (small_int_to_float.cuh); the wgmma kernel sums e4m3
+// products in the tensor core's FP8 accumulator, which must keep them exact. fp32 output, unit
+// scales: bit for bit.
 TEST_F(W4A4Gpu, ExtremeGroupSumsExactEveryConfig) {
   std::mt19937 rng(2604);
   for (int config = 0; config < w4a4_num_configs(); ++config)
@@ -292,10 +294,10 @@ TEST_F(W4A4Gpu, EveryConfigEveryRank) {
 }
 
 // The heuristic follows the caller's X1 staging: packed X1 at prefill sizes runs the mma.sync tiles,
-// int8 X1 the wgmma kernel also at decode sizes.
+// e4m3 X1 the wgmma kernel also at decode sizes.
 TEST_F(W4A4Gpu, HeuristicRunsEitherStaging) {
   std::mt19937 rng(2608);
-  for (DType x1 : {DType::kI4x2, DType::kI8})
+  for (DType x1 : {DType::kI4x2, DType::kE4M3})
     for (int64_t L : {5, 300}) {
       Problem p{L, 392, 640, 64, 32, DType::kBF16};
       p.x1 = x1;
@@ -554,10 +556,10 @@ TEST_F(W4A4Gpu, QuantizerManySlicesBitIdentical) {
     }
 }
 
-// The int8 staging of the quantizer: byte k of a row = the signed code k of the packed output (the same
-// codes, bit for bit, and the same scales, X2), for every input dtype, both groups, with and without
-// the fused down-projection; padding bytes untouched.
-TEST_F(W4A4Gpu, QuantizerInt8StagingEqualsUnpackedCodes) {
+// The e4m3 staging of the quantizer: byte k of a row = the signed code k of the packed output as e4m3
+// (the same codes, bit for bit, and the same scales, X2), for every input dtype, both groups, with and
+// without the fused down-projection; padding bytes untouched.
+TEST_F(W4A4Gpu, QuantizerE4m3StagingEqualsUnpackedCodes) {
   std::mt19937 rng(2610);
   int i = 0;
   for (int64_t L : {1, 33, 130})
@@ -586,18 +588,17 @@ TEST_F(W4A4Gpu, QuantizerInt8StagingEqualsUnpackedCodes) {
       const MatrixView l1v(d_l1.get(), DType::kBF16, R, D1);
       ASSERT_NO_THROW(w4a4_quantize_activations(xv, group, l1v, MatrixView(d_q.get(), DType::kI4x2, L, D1 / 2, ldq),
                                                 d_s.get(), ld_s, MatrixView(d_x2.get(), DType::kF32, L, R), nullptr));
-      ASSERT_NO_THROW(w4a4_quantize_activations(xv, group, l1v, MatrixView(d_q8.get(), DType::kI8, L, D1, ld8),
+      ASSERT_NO_THROW(w4a4_quantize_activations(xv, group, l1v, MatrixView(d_q8.get(), DType::kE4M3, L, D1, ld8),
                                                 d_s8.get(), ld_s, MatrixView(d_x28.get(), DType::kF32, L, R), nullptr));
       QSGEMM_CUDA_OK(cudaDeviceSynchronize());
       const auto q = d_q.download(), q8 = d_q8.download();
       int bad = 0, pad_bad = 0;
       for (int64_t r = 0; r < L; ++r) {
         for (int64_t c = 0; c < D1; ++c)
-          bad += q8[r * ld8 + c] !=
-                 static_cast<uint8_t>(static_cast<int8_t>(int4_unpack(q[r * ldq + c / 2], static_cast<int>(c & 1))));
+          bad += q8[r * ld8 + c] != fp8_e4m3_encode(static_cast<float>(int4_unpack(q[r * ldq + c / 2], static_cast<int>(c & 1))));
         for (int64_t c = D1; c < ld8; ++c) pad_bad += q8[r * ld8 + c] != 0xAB;
       }
-      EXPECT_EQ(bad, 0) << "int8 codes differ from the unpacked packed codes";
+      EXPECT_EQ(bad, 0) << "e4m3 codes differ from the unpacked packed codes";
       EXPECT_EQ(pad_bad, 0) << "padding written";
       // And against the reference directly (the packed form is checked bit for bit elsewhere).
       std::vector<uint8_t> q_ref(static_cast<size_t>(L * D1 / 2));
@@ -606,8 +607,8 @@ TEST_F(W4A4Gpu, QuantizerInt8StagingEqualsUnpackedCodes) {
       int ref_bad = 0;
       for (int64_t r = 0; r < L; ++r)
         for (int64_t c = 0; c < D1; ++c)
-          ref_bad += static_cast<int8_t>(q8[r * ld8 + c]) != int4_unpack(q_ref[r * (D1 / 2) + c / 2], static_cast<int>(c & 1));
-      EXPECT_EQ(ref_bad, 0) << "int8 codes differ from ref::quantize_int4_groups";
+          ref_bad += fp8_e4m3_decode(q8[r * ld8 + c]) != int4_unpack(q_ref[r * (D1 / 2) + c / 2], static_cast<int>(c & 1));
+      EXPECT_EQ(ref_bad, 0) << "e4m3 codes differ from ref::quantize_int4_groups";
       // Bytes, padding (poisoned NaN) included: the same scales and X2 written, the same left alone.
       const auto s_a = d_s.download(), s_b = d_s8.download();
       EXPECT_EQ(std::memcmp(s_a.data(), s_b.data(), s_a.size() * 4), 0) << "scales differ between the stagings";
@@ -621,7 +622,7 @@ TEST_F(W4A4Gpu, QuantizerInt8StagingEqualsUnpackedCodes) {
 // The whole layer: GPU packer + fused quantizer + GEMM, against the reference on the CPU-quantized
 // operands (same codes and scales, bit-identical) and the GPU's X2.
 TEST_F(W4A4Gpu, WholeLayerComposes) {
-  for (DType staging : {DType::kI4x2, DType::kI8}) {
+  for (DType staging : {DType::kI4x2, DType::kE4M3}) {
   SCOPED_TRACE(std::string("x1 ") + dtype_name(staging));
   std::mt19937 rng(2607);
   const int64_t L = 100, D = 256, D1 = 512, R = 32;
@@ -633,7 +634,7 @@ TEST_F(W4A4Gpu, WholeLayerComposes) {
   std::vector<float> l1f = random_floats(static_cast<size_t>(R * D1), rng, 0.05f), l2f = random_floats(D * R, rng, 0.05f);
   std::vector<uint16_t> l1h = to_bf16(l1f), l2h = to_bf16(l2f);
   DeviceBuffer<uint16_t> d_x(xh.size()), d_w(wh.size()), d_l1(l1h.size()), d_l2(l2h.size()), d_x2(L * R);
-  const int64_t x1_cols = staging == DType::kI8 ? D1 : D1 / 2;
+  const int64_t x1_cols = staging == DType::kE4M3 ? D1 : D1 / 2;
   DeviceBuffer<uint8_t> d_x1(L * x1_cols), d_w1(D * D1 / 2);
   DeviceBuffer<float> d_sx(ng * L), d_sw(D * ng), d_y(L * D);
   d_x.upload(xh);

@@ -36,7 +36,7 @@ namespace qsgemm::kernels {
 // Which kernel a row runs, and so which X1 staging it reads (docs/formats.md §5).
 enum class W4A4Kernel : uint8_t {
   kMmaSync,  // sm90_w4a4_gemm.cuh: mma.sync, X1 packed INT4 (DType::kI4x2 [L][D1/2])
-  kWgmma,    // sm90_w4a4_wgmma.cuh: CUTLASS TMA + wgmma, X1 int8 codes (DType::kI8 [L][D1])
+  kWgmma,    // sm90_w4a4_wgmma.cuh: CUTLASS TMA + wgmma, X1 e4m3 codes (DType::kE4M3 [L][D1])
   kDecode,   // sm90_w4a4_decode.cu: mma.sync with the weight as A, split K, X1 packed INT4
 };
 
@@ -50,15 +50,14 @@ struct W4A4Config {
   static constexpr int tile_k = 128;  // INT4 values per K tile (64 bytes of a packed row)
   int threads() const { return 32 * warps_m * warps_n * k_slices; }
   std::string name() const { return label; }
-  // The dtype of the X1 operand this row reads: kI4x2 (packed) or kI8 (one code per byte).
-  DType x1_dtype() const { return kernel == W4A4Kernel::kWgmma ? DType::kI8 : DType::kI4x2; }
+  // The dtype of the X1 operand this row reads: kI4x2 (packed) or kE4M3 (one code per byte, as e4m3).
+  DType x1_dtype() const { return kernel == W4A4Kernel::kWgmma ? DType::kE4M3 : DType::kI4x2; }
 };
 
-// Rows 0-2: the mma.sync kernel. Row 3: the wgmma kernel (sm90_w4a4_wgmma.cuh; correct, not yet
-// faster than the 32x64 mma.sync tile, so the heuristic does not take it):
-// CUTLASS's mixed-input collective, warp-specialized cooperative (two consumer warp groups of 64 D
-// rows each, one TMA producer warp), persistent; the INT4 weight is wgmma's A operand (widened to
-// int8 in registers), X1 the int8 B operand. Its tile is 128 (L) x 128 (D) x 128 (K).
+// Rows 0-2: the mma.sync kernel. Row 3: the wgmma kernel (sm90_w4a4_wgmma.cuh): CUTLASS's
+// mixed-input collective, warp-specialized cooperative (two consumer warp groups of 64 D rows each,
+// one TMA producer warp), persistent; the INT4 weight is wgmma's A operand (widened to e4m3 in
+// registers), X1 the e4m3 B operand. Its tile is 128 (L) x 128 (D) x 128 (K).
 // Rows 4-6: the decode kernel, 8 / 16 / 32 tokens per CTA (any L runs: more CTAs along L).
 inline constexpr W4A4Config kW4A4Configs[] = {
     {"128x128x128_w2x4", 128, 128, 2, 4, 1, 3},
@@ -80,7 +79,7 @@ constexpr int w4a4_named(std::string_view name) {
 
 // Everything one GEMM launch reads: validated by src/w4a4.cpp.
 struct W4A4GemmArgs {
-  const uint8_t* x1 = nullptr;  // kMmaSync / kDecode rows: packed [L][D1/2]; kWgmma rows: int8 [L][D1]; ld_x1 bytes
+  const uint8_t* x1 = nullptr;  // kMmaSync / kDecode rows: packed [L][D1/2]; kWgmma rows: e4m3 [L][D1]; ld_x1 bytes
   int64_t ld_x1 = 0;
   const uint8_t* w1 = nullptr;  // packed [D][D1/2], ld_w1 bytes
   int64_t ld_w1 = 0;
@@ -116,7 +115,7 @@ void run_w4a4_wgmma_f16(const W4A4GemmArgs& a, int config, cudaStream_t stream);
 void run_w4a4_wgmma_f32(const W4A4GemmArgs& a, int config, cudaStream_t stream);
 
 // The INT4 group quantizer (sm90_w4a4_quantize.cu): x [rows][cols] (bf16/fp16/fp32, ldx elements)
-// → packed codes q [rows][cols/2] (ldq bytes), or with q_i8 one int8 code per byte q [rows][cols],
+// → packed codes q [rows][cols/2] (ldq bytes), or with q_e4m3 one code per byte as e4m3 q [rows][cols],
 // and the scale of (row r, group g) at
 // scales[r * s_row + g * s_grp]; with rank > 0 also x2 = x · l1ᵀ [rows][rank] (fp32 or bf16).
 // With bad != null, the smallest row-major index r * cols + c of a non-finite element is
@@ -129,7 +128,7 @@ struct W4A4QuantArgs {
   int group = 64;
   uint8_t* q = nullptr;
   int64_t ldq = 0;     // bytes
-  bool q_i8 = false;   // q: packed INT4 [rows][cols/2] (false) or int8 codes [rows][cols] (true)
+  bool q_e4m3 = false;  // q: packed INT4 [rows][cols/2] (false) or e4m3 codes [rows][cols] (true)
   float* scales = nullptr;
   int64_t s_row = 0, s_grp = 0;
   const void* l1 = nullptr;  // bf16 [rank][cols], ld_l1 elements

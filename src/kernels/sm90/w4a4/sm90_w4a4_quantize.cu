@@ -24,11 +24,13 @@
 // in distributed shared memory, where rank 0 adds them in slice order (deterministic; no workspace,
 // no atomics); without it the slices are independent and as many as ~1024 CTAs need.
 // Non-finite inputs are reported through *bad (the packer) as the smallest row-major index.
-// Output modes (W4A4QuantArgs::q_i8): packed INT4 (two codes per byte), or the int8 staging the wgmma
-// GEMM reads (one code per byte, the same codes): a 4-byte store per lane instead of a 2-byte one.
+// Output modes (W4A4QuantArgs::q_e4m3): packed INT4 (two codes per byte), or the e4m3 staging the
+// wgmma GEMM reads (one code per byte, the same codes as e4m3 values, exact: e4m3 holds -8..7): a
+// 4-byte store per lane instead of a 2-byte one.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cfloat>
@@ -99,6 +101,12 @@ __device__ __forceinline__ int int4_code(float x, float s) {
 // One warp quantizes one row's 128-column chunk starting at c0: lane l holds columns c0 + 4l .. +3
 // in v. The group amax is a shuffle reduction over 16 (group 64) or 32 (group 128) lanes; every lane
 // must call this (the shuffles), also for a row or columns outside the matrix (which write nothing).
+// The e4m3 byte of an INT4 code q in -8..7 (exact: e4m3 holds every integer up to 16), as
+// fp8_e4m3_encode(q) (qsgemm/formats.h): 0 -> 0x00, 1 -> 0x38, ..., -8 -> 0xD0.
+__device__ __forceinline__ uint32_t e4m3_of_code(int q) {
+  return static_cast<uint32_t>(__nv_cvt_float_to_fp8(static_cast<float>(q), __NV_SATFINITE, __NV_E4M3));
+}
+
 __device__ __forceinline__ void quantize_lane_values(const W4A4QuantArgs& a, int64_t r, int64_t c0, int lane,
                                                      const float (&v)[4]) {
   const int64_t c = c0 + 4 * lane;
@@ -111,9 +119,9 @@ __device__ __forceinline__ void quantize_lane_values(const W4A4QuantArgs& a, int
   if (r >= a.rows || c >= a.cols) return;  // after the shuffles: every lane takes part in them
   const float s = amax > 0.0f ? fmaxf(__fdiv_rn(amax, 7.0f), FLT_MIN) : 1.0f;
   const int q0 = int4_code(v[0], s), q1 = int4_code(v[1], s), q2 = int4_code(v[2], s), q3 = int4_code(v[3], s);
-  if (a.q_i8) {  // the int8 staging: one code per byte, the same codes (docs/formats.md §5)
-    const uint32_t bytes = static_cast<uint32_t>((q0 & 0xFF) | ((q1 & 0xFF) << 8) | ((q2 & 0xFF) << 16) |
-                                                 (static_cast<uint32_t>(q3 & 0xFF) << 24));
+  if (a.q_e4m3) {  // the e4m3 staging: one code per byte, the same codes (docs/formats.md §5)
+    const uint32_t bytes = e4m3_of_code(q0) | (e4m3_of_code(q1) << 8) | (e4m3_of_code(q2) << 16) |
+                           (e4m3_of_code(q3) << 24);
     *reinterpret_cast<uint32_t*>(a.q + r * a.ldq + c) = bytes;  // c % 4 == 0, ldq % 16 == 0: 4-byte aligned
   } else {
     const uint16_t packed = static_cast<uint16_t>((q0 & 0xF) | ((q1 & 0xF) << 4) | ((q2 & 0xF) << 8) | ((q3 & 0xF) << 12));

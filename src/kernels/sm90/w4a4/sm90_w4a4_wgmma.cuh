@@ -4,26 +4,29 @@
 //   Y[L,D] = Σ_g sx[l,g]·sw[d,g]·Σ_{k∈g} x1[l,k]·w1[d,k]  +  Σ_r x2[l,r]·w2[d,r]  (+ bias[d])
 //
 // Why this design: wgmma takes no 4-bit operand and only A may come from registers, so the INT4
-// weight is the A operand (widened int4 -> int8 in registers by CUTLASS's converter) and the
-// activations are the B operand, staged by the quantizer as int8 codes (docs/formats.md §5, "INT8
-// staging"): s8·s8 -> s32 wgmma at the 8-bit tensor-core rate, and each group's integer sum is exact.
+// weight is the A operand (widened int4 -> e4m3 in registers by CUTLASS's prmt lookup-table
+// converter) and the activations are the B operand, staged by the quantizer as e4m3 codes
+// (docs/formats.md §5, "e4m3 staging"): e4m3·e4m3 -> f32 wgmma at the 8-bit tensor-core rate. Every
+// code -8..7 is an e4m3 value, every product an integer of at most 64 and a group's sum at most
+// 2^13 in magnitude, which the FP8 accumulator keeps exactly (W4A4Gpu.ExtremeGroupSumsExactEveryConfig);
+// e4m3 rather than s8 because the group sums then arrive as floats: promoting one costs an FMUL and
+// an FFMA per accumulator instead of four instructions (an s32 -> float conversion first).
 // GEMM orientation (operand swap, docs/formats.md §6): M = D (weight rows), N = L (tokens), K = D1;
 //   A = W1 packed INT4 [D][D1/2 bytes] as it is stored (even k in the low nibble = cutlass::int4b_t),
-//   B = X1 int8 codes [L][ld_x1 >= D1], D = Y [L][ld_y] row-major = the GEMM's [M,N] column-major.
+//   B = X1 e4m3 codes [L][ld_x1 >= D1], D = Y [L][ld_y] row-major = the GEMM's [M,N] column-major.
+// Tile 128 (D) x 128 (L) x 128 (K), one partial tile P and one group's scales per thread: the 168
+// registers of a 384-thread CTA hold no more (ptxas: 168, no spills).
 //
 // mma() (replaces the base's; TMA loads, shared storage, pipeline and mma_tail are CUTLASS's):
-//  * per K tile of 128: the four k32 blocks of A are copied from shared memory and widened (the second
-//    half's while the first half's wgmmas run), and each 64-wide half runs two wgmma into an s32 tile P (scale-d 0 at a group's first block); after the
-//    group's last block (every half for group 64, the second half for group 128) the warp group
-//    waits for P and promotes it, acc = fma(sw[d,g]·sx[l,g], float(P), acc) (the scales were loaded
-//    before the group's wgmmas were issued). The other consumer warp
-//    group's wgmmas run while one promotes (no second partial yet: correctness first).
-//  * The kernel allocates the accumulators from CollectiveMainloop::TiledMma, which is shadowed here by
-//    a float-accumulator TiledMma with the same C layout (static_assert), so they are float; the s8
-//    TiledMma of the base issues the wgmma into P.
-//  * Scales are read from global memory (L2-resident) for the thread's own rows and columns, found by
-//    partitioning an identity tensor with the TiledMma (no hand-derived layout); rows >= D and
-//    columns >= L read nothing and get 0.
+//  * per K tile of 128: the four k32 blocks of A are copied from shared memory and widened, the
+//    second pair while the first pair's wgmmas run.
+//  * each group (blocks 0-1 and 2-3 for group 64, all four for group 128) runs into P, zeroed by its
+//    first wgmma, and is promoted, acc = fma(sw[d,g]·sx[l,g], P, acc), with the scales issued
+//    before its wgmmas; the other consumer warp group's wgmmas run meanwhile.
+//  * Scales are read from global memory (L2-resident) for the thread's two rows and kBlkN/4 columns
+//    (the CLayout_64xN positions, from an identity tensor partitioned by the TiledMma): one pointer
+//    per row, the columns at immediate offsets; rows >= D and the last tile's columns >= L read the
+//    last row / column (finite, never stored).
 //  * The tile's coordinates: mma() is not told which tile it computes, so it replays the kernel's
 //    persistent tile scheduler (the same Params, copied in by run(); k-th call = k-th work tile).
 //  * Low rank: after the K loop, r/16 bf16 mma.sync m16n8k16 steps per n8 block add X2·W2ᵀ into the
@@ -49,7 +52,6 @@
 #include "cutlass/numeric_types.h"
 #include "kernels/sm90/common/consumer_cursor.cuh"
 #include "kernels/sm90/common/cutlass_smem.cuh"
-#include "kernels/sm90/common/small_int_to_float.cuh"
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
 #include "kernels/sm90/w4a4/sm90_w4a4_ptx.cuh"
 #include "validate.h"
@@ -82,28 +84,21 @@ struct W4A4Mainloop : Base {
   using typename Base::SmemLayoutB;
   using typename Base::TensorStorage;
   using typename Base::TileShape;
-  using MmaS8 = typename Base::TiledMma;  // s8 x s8 -> s32, A from registers
-  // The accumulator type the kernel allocates: float, with the C layout of MmaS8 (asserted below).
-  using TiledMma = decltype(cute::make_tiled_mma(
-      cute::GMMA::rs_op_selector<cutlass::float_e4m3_t, cutlass::float_e4m3_t, float, TileShape, cute::GMMA::Major::K,
-                                 cute::GMMA::Major::K>(),
-      cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));
+  using TiledMma = typename Base::TiledMma;  // e4m3 x e4m3 -> f32, A from registers
   using ElementAccumulator = float;
   using Utils = cutlass::gemm::collective::detail::MixedInputUtils<Base>;
 
   static constexpr int kBlkM = cute::size<0>(TileShape{});
   static constexpr int kBlkN = cute::size<1>(TileShape{});
-  static_assert(cute::is_same_v<typename MmaS8::ValTypeC, int32_t>, "the integer wgmma accumulates in s32");
-  static_assert(cute::is_same_v<typename MmaS8::ValTypeA, int8_t> && cute::is_same_v<typename MmaS8::ValTypeB, int8_t>,
-                "s8 x s8 wgmma (A widened from INT4 in registers)");
-  static_assert(cute::size(MmaS8{}) == cute::size(TiledMma{}), "same warp groups");
-  static_assert(cute::is_same_v<decltype(MmaS8{}.get_layoutC_TV()), decltype(TiledMma{}.get_layoutC_TV())>,
-                "the float accumulators have the C layout of the s8 wgmma");
+  static_assert(cute::is_same_v<typename TiledMma::ValTypeC, float>, "float group sums");
+  static_assert(cute::is_same_v<typename TiledMma::ValTypeA, cutlass::float_e4m3_t> &&
+                    cute::is_same_v<typename TiledMma::ValTypeB, cutlass::float_e4m3_t>,
+                "e4m3 x e4m3 wgmma (A widened from INT4 in registers)");
   static_assert(cute::is_same_v<typename TiledMma::AtomLayoutC_TV, cute::GMMA::CLayout_64xN<kBlkN>>,
-                "the low-rank step reads the accumulators as m16n8 C fragments (CLayout_64xN)");
+                "the promotion and the low-rank step read the accumulators as m16n8 C fragments (CLayout_64xN)");
   static_assert(cute::size<2>(TileShape{}) == 128, "K tile 128: one group of 128 or two groups of 64");
   static_assert(Base::KernelConversionMode == cutlass::detail::ConversionMode::DirectConvert,
-                "the base only converts INT4 -> INT8; group scales are applied here");
+                "the base only converts INT4 -> e4m3; group scales are applied here");
 
   struct Arguments : Base::Arguments {
     Extra extra{};
@@ -127,7 +122,7 @@ struct W4A4Mainloop : Base {
                           int thread_idx, TensorStorage& shared_tensors, Params const& params) {
     using namespace cute;
     static_assert(is_rmem<FrgTensorC>::value, "the accumulators must be registers");
-    static_assert(is_same_v<typename FrgTensorC::value_type, float>, "float accumulators (TiledMma shadowed)");
+    static_assert(is_same_v<typename FrgTensorC::value_type, float>, "float accumulators");
     const Extra& ex = params.extra;
 
     // ---- this work tile's coordinates: the kernel's scheduler, advanced as the kernel advances it ---
@@ -141,119 +136,149 @@ struct W4A4Mainloop : Base {
     Tensor sA_ = make_tensor(make_smem_ptr(shared_tensors.smem_A.begin()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
     Tensor sA = as_position_independent_swizzle_tensor(sA_);
     Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.begin()), SmemLayoutB{});   // (BLK_N,BLK_K,PIPE)
-    constexpr int kWarpGroups = size(MmaS8{}) / cutlass::NumThreadsPerWarpGroup;
+    constexpr int kWarpGroups = size(TiledMma{}) / cutlass::NumThreadsPerWarpGroup;
     const Layout wg_layout = make_layout(Int<kWarpGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{});
     const int wg_idx = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
-    MmaS8 mma_s8;
-    auto thr_mma = mma_s8.get_thread_slice(thread_idx);
-    auto wg_mma = mma_s8.get_slice(wg_layout(wg_idx));
+    TiledMma tiled_mma;
+    auto thr_mma = tiled_mma.get_thread_slice(thread_idx);
+    auto wg_mma = tiled_mma.get_slice(wg_layout(wg_idx));
     Tensor tCsA = thr_mma.partition_A(sA);                                    // (MMA,MMA_M,MMA_K,PIPE)
-    Tensor tCrA = thr_mma.partition_fragment_A(sA(_, _, Int<0>{}));            // (MMA,MMA_M,MMA_K) s8
+    Tensor tCrA = thr_mma.partition_fragment_A(sA(_, _, Int<0>{}));            // (MMA,MMA_M,MMA_K) e4m3
     Tensor tCrA_i4 = make_fragment_like<typename Base::RealSwappedElementA>(tCrA);  // the INT4 copy
     Tensor tCrB = wg_mma.make_fragment_B(wg_mma.partition_B(sB));            // (MMA,MMA_N,MMA_K,PIPE)
-    auto smem_copy_A = make_tiled_copy_A(typename Base::SwappedSmemCopyAtomA{}, mma_s8);
+    auto smem_copy_A = make_tiled_copy_A(typename Base::SwappedSmemCopyAtomA{}, tiled_mma);
     Tensor tCrA_copy = smem_copy_A.get_thread_slice(thread_idx % cutlass::NumThreadsPerWarpGroup).retile_D(tCrA_i4);
     auto no_extra = cute::make_tuple();
     constexpr int kBlocks = decltype(size<2>(tCrA))::value;
     static_assert(kBlocks == 4, "a K tile of 128 is four k32 wgmma blocks, two per group of 64");
 
-    Tensor part = partition_fragment_C(mma_s8, take<0, 2>(TileShape{}));  // (MMA,MMA_M,MMA_N) s32 group sums
-    static_assert(is_same_v<decltype(part.layout()), decltype(accum.layout())>, "P and the accumulators align");
+    Tensor part0 = partition_fragment_C(tiled_mma, take<0, 2>(TileShape{}));  // (MMA,MMA_M,MMA_N) group sums
+    static_assert(is_same_v<decltype(part0.layout()), decltype(accum.layout())>, "P and the accumulators align");
+    constexpr int kAcc = decltype(size(accum))::value;
+    static_assert(kAcc == kBlkN / 2, "CLayout_64xN: 2 rows x kBlkN/4 columns per thread");
+    constexpr int kCols = kAcc / 2;  // distinct columns (tokens) per thread
 
-    // ---- each accumulator element's (m, n) in the tile, and per-row / per-column scale registers -----
-    TiledMma mma_f32;
-    auto thr_c = mma_f32.get_thread_slice(thread_idx);
-    Tensor tCcC = thr_c.partition_C(make_identity_tensor(take<0, 2>(TileShape{})));  // (MMA,MMA_M,MMA_N) -> (m,n)
-    // Broadcast views (stride 0 along n, resp. m): one register per distinct row (column) this thread
-    // owns, read through the full accumulator index; filter_zeros lists the distinct ones.
-    const auto shape_mn = take<0, 2>(TileShape{});
-    Tensor tCgRow = thr_c.partition_C(make_tensor(make_gmem_ptr(static_cast<float const*>(nullptr)),
-                                                  make_layout(shape_mn, make_stride(_1{}, _0{}))));
-    Tensor tCgCol = thr_c.partition_C(make_tensor(make_gmem_ptr(static_cast<float const*>(nullptr)),
-                                                  make_layout(shape_mn, make_stride(_0{}, _1{}))));
-    Tensor swr = make_tensor_like<float>(tCgRow);  // sw[m0 + m, g] of each accumulator
-    Tensor sxr = make_tensor_like<float>(tCgCol);  // sx[g, n0 + n] of each accumulator
-    Tensor row_of = make_tensor_like<int>(tCgRow);
-    Tensor col_of = make_tensor_like<int>(tCgCol);
-    CUTE_STATIC_ASSERT_V(size(swr) == size(accum));
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < size(accum); ++i) {
-      row_of(i) = m0 + get<0>(tCcC(i));
-      col_of(i) = n0 + get<1>(tCcC(i));
-    }
-    auto rows = filter_zeros(row_of);
-    auto cols = filter_zeros(col_of);
-    auto sw_d = filter_zeros(swr);
-    auto sx_d = filter_zeros(sxr);
-    CUTE_STATIC_ASSERT_V(size(rows) == size(sw_d));
-    CUTE_STATIC_ASSERT_V(size(cols) == size(sx_d));
+    // ---- the thread's rows and columns (CLayout_64xN, asserted above): accumulator 4j + e sits at
+    // row r0 + 8·(e >> 1) and column c0 + 8j + (e & 1) of the tile.
+    TiledMma mma_c;
+    Tensor tCcC = mma_c.get_thread_slice(thread_idx).partition_C(make_identity_tensor(take<0, 2>(TileShape{})));
+    const int r0 = get<0>(tCcC(0)), c0 = get<1>(tCcC(0));
+    // Weight rows past D read the last row's scales (finite; those rows are never stored).
+    const float* sw_a = ex.sw + static_cast<int64_t>(min(m0 + r0, ex.M - 1)) * ex.num_groups;
+    const float* sw_b = ex.sw + static_cast<int64_t>(min(m0 + r0 + 8, ex.M - 1)) * ex.num_groups;
+    // Token columns: n0 + c0 + 8j + e. A full tile reads them at immediate offsets from one pointer;
+    // the last, partial tile clamps them to L - 1 (inside the scale matrix; never stored).
+    const bool full_n = n0 + kBlkN <= ex.N;
+    const int col0 = n0 + c0;
 
-    // Scales of group grp for the thread's rows and columns; beyond D / L: 0, nothing read.
-    auto load_scales = [&](int grp) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int j = 0; j < size(sw_d); ++j) {
-        const int m = rows(j);
-        sw_d(j) = m < ex.M ? __ldg(ex.sw + static_cast<int64_t>(m) * ex.num_groups + grp) : 0.0f;
-      }
-      CUTLASS_PRAGMA_UNROLL
-      for (int j = 0; j < size(sx_d); ++j) {
-        const int n = cols(j);
-        sx_d(j) = n < ex.N ? __ldg(ex.sx + static_cast<int64_t>(grp) * ex.ld_sx + n) : 0.0f;
+    // Scales of one group: the two rows' sw and the kCols columns' sx.
+    struct Scales {
+      float w[2];
+      float x[kCols];
+    };
+    auto load_scales = [&](Scales& s, int grp) {
+      s.w[0] = __ldg(sw_a + grp);
+      s.w[1] = __ldg(sw_b + grp);
+      const float* px = ex.sx + static_cast<int64_t>(grp) * ex.ld_sx;
+      if (full_n) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int j = 0; j < kCols / 2; ++j) {
+          s.x[2 * j] = __ldg(px + col0 + 8 * j);
+          s.x[2 * j + 1] = __ldg(px + col0 + 8 * j + 1);
+        }
+      } else {
+        CUTLASS_PRAGMA_UNROLL
+        for (int j = 0; j < kCols / 2; ++j) {
+          s.x[2 * j] = __ldg(px + min(col0 + 8 * j, ex.N - 1));
+          s.x[2 * j + 1] = __ldg(px + min(col0 + 8 * j + 1, ex.N - 1));
+        }
       }
     };
-    // acc += (sw·sx)·P: the group's exact integer sums (|P| <= 128·64 < 2^22: converted without I2F,
-    // small_int_to_float.cuh), one rounding of the scale product and one FFMA.
-    auto promote = [&]() {
+    // acc += (sw·sx)·P: the group's sums are exact in float (integers below 2^14, from e4m3 products
+    // of -8..7), so one rounding of the scale product and one FFMA per accumulator.
+    auto promote = [&](auto& part, const Scales& s) {
+      warpgroup_fence_operand(part);
       CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(accum); ++i) accum(i) = fmaf(swr(i) * sxr(i), small_int_to_float(part(i)), accum(i));
+      for (int j = 0; j < kCols / 2; ++j) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          const float sc = s.w[e >> 1] * s.x[2 * j + (e & 1)];
+          accum(4 * j + e) = fmaf(sc, part(4 * j + e), accum(4 * j + e));
+        }
+      }
+      warpgroup_fence_operand(accum);
+    };
+    // A: shared memory -> registers, INT4 -> e4m3, k32 blocks [b0, b0 + n).
+    auto widen = [&](int stage, int b0, auto n) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int kb = b0; kb < b0 + decltype(n)::value; ++kb) copy(smem_copy_A, tCsA(_, _, kb, stage), tCrA_copy(_, _, kb));
+      CUTLASS_PRAGMA_UNROLL
+      for (int kb = b0; kb < b0 + decltype(n)::value; ++kb) Utils::dequantize_A_kblock(tCrA_i4, tCrA, no_extra, kb);
+    };
+    // Issues k32 blocks [b0, b0 + n) of `stage` into `part` (zeroed by the first) as one batch.
+    auto issue = [&](auto& part, int stage, int b0, auto n) {
+      tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
+      warpgroup_fence_operand(part);
+      warpgroup_arrive();
+      CUTLASS_PRAGMA_UNROLL
+      for (int kb = b0; kb < b0 + decltype(n)::value; ++kb) {
+        cute::gemm(tiled_mma, tCrA(_, _, kb), tCrB(_, _, kb, stage), part);
+        tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+      }
+      warpgroup_commit_batch();
+      warpgroup_fence_operand(part);
     };
 
     ConsumerCursor<MainloopPipeline, PipelineState> cursor(pipeline, smem_pipe_read);
-    const bool g64 = ex.group == 64;
     clear(accum);
     warpgroup_fence_operand(accum);
+    Scales sa;
 
-    CUTLASS_PRAGMA_NO_UNROLL
-    for (int kt = 0; kt < k_tile_count; ++kt) {
-      const int stage = cursor.wait();
-      // A: shared memory -> registers, INT4 -> INT8, one half (two k32 blocks) at a time; every wgmma
-      // of the previous tile is complete, and the second half is widened while the first half's
-      // wgmmas run (its registers are not theirs).
-      auto widen_half = [&](int h) {
-        CUTLASS_PRAGMA_UNROLL
-        for (int kb = 2 * h; kb < 2 * h + 2; ++kb) copy(smem_copy_A, tCsA(_, _, kb, stage), tCrA_copy(_, _, kb));
-        CUTLASS_PRAGMA_UNROLL
-        for (int kb = 2 * h; kb < 2 * h + 2; ++kb) Utils::dequantize_A_kblock(tCrA_i4, tCrA, no_extra, kb);
-      };
-      widen_half(0);
-
-      CUTLASS_PRAGMA_UNROLL
-      for (int h = 0; h < 2; ++h) {  // the two 64-wide halves of the K tile
-        const bool group_ends = g64 || h == 1;
-        const int grp = g64 ? 2 * kt + h : kt;
-        // A last tile with one group of 64 (D1 % 128 == 64): its second half is TMA's zero fill.
-        const bool live = group_ends && grp < ex.num_groups;
-        if (live) load_scales(grp);  // issued before the MMAs, used after them
-        if (g64 || h == 0) mma_s8.accumulate_ = GMMA::ScaleOut::Zero;
-        warpgroup_fence_operand(part);
-        CUTLASS_PRAGMA_UNROLL
-        for (int kb = 2 * h; kb < 2 * h + 2; ++kb) {
-          warpgroup_arrive();
-          cute::gemm(mma_s8, tCrA(_, _, kb), tCrB(_, _, kb, stage), part);
-          mma_s8.accumulate_ = GMMA::ScaleOut::One;
-          warpgroup_commit_batch();
-        }
-        if (h == 0) widen_half(1);
-        if (group_ends) {  // group 128: the first half's wgmmas stay in flight while the second issues
+    if (ex.group == 64) {
+      // Two groups per K tile, each into P with its scales issued before its MMAs; the other warp
+      // group's MMAs run while this one promotes. (A second partial and the next group's scales in
+      // flight do not fit 168 registers at this tile: ptxas spilled 284 bytes and group 64 ran 2.8x
+      // slower; a 64-token tile with them ran 1.35x slower than this loop, its A widening shared by
+      // half the outputs.)
+      CUTLASS_PRAGMA_NO_UNROLL
+      for (int kt = 0; kt < k_tile_count; ++kt) {
+        const int g = 2 * kt;
+        const int stage = cursor.wait();
+        widen(stage, 0, Int<2>{});
+        load_scales(sa, g);
+        issue(part0, stage, 0, Int<2>{});
+        widen(stage, 2, Int<2>{});
+        warpgroup_wait<0>();
+        promote(part0, sa);
+        if (g + 1 < ex.num_groups) {  // a last tile with one group of 64: its second half is zero fill
+          load_scales(sa, g + 1);
+          issue(part0, stage, 2, Int<2>{});
           warpgroup_wait<0>();
-          warpgroup_fence_operand(part);
-          if (live) promote();
-          warpgroup_fence_operand(accum);
+          promote(part0, sa);
         }
+        if (kt + 1 < k_tile_count) cursor.release_one();
+        cursor.advance();
       }
-      // mma_tail (the base's) releases the last stage.
-      if (kt + 1 < k_tile_count) cursor.release_one();
-      cursor.advance();
+    } else {
+      // One group of 128 per K tile into P0, its scales issued before its MMAs; the stage is released
+      // after its promotion (mma_tail releases the last).
+      CUTLASS_PRAGMA_NO_UNROLL
+      for (int kt = 0; kt < k_tile_count; ++kt) {
+        const int stage = cursor.wait();
+        widen(stage, 0, Int<2>{});
+        load_scales(sa, kt);
+        issue(part0, stage, 0, Int<2>{});
+        widen(stage, 2, Int<2>{});
+        warpgroup_arrive();
+        CUTLASS_PRAGMA_UNROLL
+        for (int kb = 2; kb < 4; ++kb) cute::gemm(tiled_mma, tCrA(_, _, kb), tCrB(_, _, kb, stage), part0);
+        warpgroup_commit_batch();
+        warpgroup_fence_operand(part0);
+        warpgroup_wait<0>();
+        promote(part0, sa);
+        if (kt + 1 < k_tile_count) cursor.release_one();
+        cursor.advance();
+      }
     }
 
     // ---- the low-rank term: bf16 mma.sync m16n8k16 into the same accumulators ----------------------
@@ -337,8 +362,8 @@ struct W4A4WgmmaGemm {
       cutlass::epilogue::TmaWarpSpecializedCooperative, Fusion>::CollectiveOp;
 
   using CutlassMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cutlass::int4b_t, cutlass::layout::RowMajor, 32, int8_t,
-      cutlass::layout::ColumnMajor, 16, int32_t, TileShape, ClusterShape,
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cutlass::int4b_t, cutlass::layout::RowMajor, 32,
+      cutlass::float_e4m3_t, cutlass::layout::ColumnMajor, 16, float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
       cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
   using CollectiveMainloop = W4A4Mainloop<CutlassMainloop>;
@@ -354,7 +379,7 @@ struct W4A4WgmmaGemm {
     typename CollectiveMainloop::Arguments ml{};
     ml.ptr_A = reinterpret_cast<const cutlass::int4b_t*>(a.w1);
     ml.dA = cute::make_stride(int64_t(2) * a.ld_w1, _1{}, int64_t(0));  // ld in INT4 elements
-    ml.ptr_B = reinterpret_cast<const int8_t*>(a.x1);
+    ml.ptr_B = reinterpret_cast<const cutlass::float_e4m3_t*>(a.x1);
     ml.dB = cute::make_stride(a.ld_x1, _1{}, int64_t(0));
     Extra& ex = ml.extra;
     ex.sx = a.sx;
