@@ -194,7 +194,7 @@ struct W4A4Mainloop : Base {
         }
       }
     };
-    // acc += (sw·sx)·P: the group's sums are exact in float (integers below 2^14, from e4m3 products
+    // acc += (sw·sx)·P: the group's sums are exact in float (integers of at most 2^13, from e4m3 products
     // of -8..7), so one rounding of the scale product and one FFMA per accumulator.
     auto promote = [&](auto& part, const Scales& s) {
       warpgroup_fence_operand(part);
@@ -236,10 +236,9 @@ struct W4A4Mainloop : Base {
 
     if (ex.group == 64) {
       // Two groups per K tile, each into P with its scales issued before its MMAs; the other warp
-      // group's MMAs run while this one promotes. (A second partial and the next group's scales in
-      // flight do not fit 168 registers at this tile: ptxas spilled 284 bytes and group 64 ran 2.8x
-      // slower; a 64-token tile with them ran 1.35x slower than this loop, its A widening shared by
-      // half the outputs.)
+      // group's MMAs run while this one promotes. A second partial and the next group's scales in
+      // flight do not fit 168 registers at this tile (ptxas spills); a 64-token tile fits them but
+      // was slower, its A widening shared by half the outputs (tuning/tune_w4a4_e4m3.txt).
       CUTLASS_PRAGMA_NO_UNROLL
       for (int kt = 0; kt < k_tile_count; ++kt) {
         const int g = 2 * kt;
@@ -260,7 +259,7 @@ struct W4A4Mainloop : Base {
         cursor.advance();
       }
     } else {
-      // One group of 128 per K tile into P0, its scales issued before its MMAs; the stage is released
+      // One group of 128 per K tile into P, its scales issued before its MMAs; the stage is released
       // after its promotion (mma_tail releases the last).
       CUTLASS_PRAGMA_NO_UNROLL
       for (int kt = 0; kt < k_tile_count; ++kt) {
