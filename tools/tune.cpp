@@ -229,7 +229,7 @@ int tune_w4a4(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_cou
   DeviceBuffer x1(static_cast<size_t>(M * K + 16)), w1(static_cast<size_t>(N * K / 2 + 16)),
       sx(static_cast<size_t>(4 * std::max<int64_t>(M * ng, 1))), sw(static_cast<size_t>(4 * std::max<int64_t>(N * ng, 1))),
       x2(static_cast<size_t>(2 * M * R + 16)), w2(static_cast<size_t>(2 * N * R + 16)), y(static_cast<size_t>(2 * M * N));
-  fill_e4m3(x1.get(), static_cast<size_t>(M * K), 1, stream);  // any bytes: valid INT4 pairs / int8 codes
+  fill_e4m3(x1.get(), static_cast<size_t>(M * K), 1, stream);  // timing only: any INT4 pairs / finite e4m3 bytes
   fill_e4m3(w1.get(), static_cast<size_t>(N * K / 2), 2, stream);
   fill_f32(sx.as<float>(), static_cast<size_t>(M * ng), 3, 0.01f, 0.02f, stream);
   fill_f32(sw.as<float>(), static_cast<size_t>(N * ng), 4, 0.01f, 0.02f, stream);

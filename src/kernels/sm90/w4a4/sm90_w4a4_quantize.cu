@@ -98,15 +98,15 @@ __device__ __forceinline__ int int4_code(float x, float s) {
   return r > 7.0f ? 7 : (r < -8.0f ? -8 : static_cast<int>(r));
 }
 
-// One warp quantizes one row's 128-column chunk starting at c0: lane l holds columns c0 + 4l .. +3
-// in v. The group amax is a shuffle reduction over 16 (group 64) or 32 (group 128) lanes; every lane
-// must call this (the shuffles), also for a row or columns outside the matrix (which write nothing).
 // The e4m3 byte of an INT4 code q in -8..7 (exact: e4m3 holds every integer up to 16), as
 // fp8_e4m3_encode(q) (qsgemm/formats.h): 0 -> 0x00, 1 -> 0x38, ..., -8 -> 0xD0.
 __device__ __forceinline__ uint32_t e4m3_of_code(int q) {
   return static_cast<uint32_t>(__nv_cvt_float_to_fp8(static_cast<float>(q), __NV_SATFINITE, __NV_E4M3));
 }
 
+// One warp quantizes one row's 128-column chunk starting at c0: lane l holds columns c0 + 4l .. +3
+// in v. The group amax is a shuffle reduction over 16 (group 64) or 32 (group 128) lanes; every lane
+// must call this (the shuffles), also for a row or columns outside the matrix (which write nothing).
 __device__ __forceinline__ void quantize_lane_values(const W4A4QuantArgs& a, int64_t r, int64_t c0, int lane,
                                                      const float (&v)[4]) {
   const int64_t c = c0 + 4 * lane;
