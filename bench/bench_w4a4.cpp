@@ -16,8 +16,8 @@
 //                                 X2 = X·L1ᵀ + Y += X2·L2ᵀ (cuBLASLt bf16)
 //   family "quant_w4a4" (one row per rank r): the quantizer alone; baseline cuda_memcpy_same_bytes.
 // X1 (all families) is in the staging the heuristic's configuration reads (w4a4_plan ->
-// w4a4_x1_dtype: packed INT4 for the mma.sync and decode tiles, e4m3 codes for the wgmma kernel), so the quantizer rows time the staging a caller following the plan writes; each row
-// notes which.
+// w4a4_x1_dtype: packed INT4 for the mma.sync and decode tiles, e4m3 codes for the wgmma kernel),
+// so the quantizer rows time the staging a caller following the plan writes; each row notes which.
 // Extra fields per row: "rank", "group" (64). rel_err of the fused GEMM: float64 reference on sampled
 // tokens x channels of the same quantized operands.
 #include <cublasLt.h>

@@ -240,7 +240,8 @@ Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int 
   if (split_k >= 2) {
     // Where the heuristic took the decode kernel: the tile it would take otherwise (64x32, or its
     // 8- or 16-token sibling).
-    if (config < 0 && kSparse24Configs[p.config].skinny()) p.config = sparse24_narrow_token_tile(narrow_tile(fast_accum), M);
+    if (config < 0 && kSparse24Configs[p.config].skinny())
+      p.config = sparse24_narrow_token_tile(narrow_tile(fast_accum), M);
     if (kSparse24Configs[p.config].splittable()) p.split_k = split_k;
     return p;
   }

@@ -11,9 +11,9 @@
 //
 // Packed INT4 (docs/formats.md §5) is torch.uint8 [rows, K/2] (two signed values per byte, even k
 // in the low nibble); the activations' e4m3 staging (e4m3=True) is torch.float8_e4m3fn [M, K], one
-// code in -8..7 per byte as an e4m3 value, what the wgmma kernel reads (w4a4_linear takes either). Scales float32: weights
-// [N, K/group] row-major, activations [M, K/group] M-major (strides (1, M): the transpose of a
-// contiguous [K/group, M]); x2, w2, lora_down bf16.
+// code in -8..7 per byte as an e4m3 value, what the wgmma kernel reads (w4a4_linear takes either).
+// Scales float32: weights [N, K/group] row-major, activations [M, K/group] M-major (strides (1, M):
+// the transpose of a contiguous [K/group, M]); x2, w2, lora_down bf16.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -278,7 +278,8 @@ void linear_out(const Tensor& x1, const Tensor& x_scale, const Tensor& w1, const
       return v == v ? static_cast<int>(std::fmin(std::fmax(v, -8.0f), 7.0f)) : 0;
     };
     x1p.resize(static_cast<size_t>(p.M * p.K / 2));
-    for (int64_t i = 0; i < p.M * p.K / 2; ++i) x1p[static_cast<size_t>(i)] = qsgemm::int4_pack(code(q8[2 * i]), code(q8[2 * i + 1]));
+    for (int64_t i = 0; i < p.M * p.K / 2; ++i)
+      x1p[static_cast<size_t>(i)] = qsgemm::int4_pack(code(q8[2 * i]), code(q8[2 * i + 1]));
     x1_packed = x1p.data();
   }
   // The reference takes row-major [M][K/group] activation scales.
