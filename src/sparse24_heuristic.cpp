@@ -87,10 +87,10 @@ TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out) {
 
 namespace {
 
-// The 64x32 tile of the accumulation mode: what the heuristic takes at M <= 32 when it does not take
-// the decode kernel (before sparse24_narrow_token_tile).
-int narrow_tile(bool fast_accum) {
-  return (fast_accum ? sparse24_detail::kFast : sparse24_detail::kDefault)[0].index;
+// What the heuristic takes at M <= 32 when it does not take the decode kernel: the 64x32 tile of the
+// accumulation mode, or its 8- or 16-token sibling (sparse24_narrow_token_tile).
+int narrow_tile(bool fast_accum, int64_t M) {
+  return sparse24_narrow_token_tile((fast_accum ? sparse24_detail::kFast : sparse24_detail::kDefault)[0].index, M);
 }
 
 // The library's split of `config` (split_k = 0, with a workspace): the rule of sparse24_split_k for
@@ -100,7 +100,7 @@ Sparse24Choice library_split(int64_t M, int64_t N, int64_t K, int config, bool f
   const Sparse24ConfigRow& c = kSparse24Configs[config];
   if (c.splittable()) return {config, sparse24_split_k(M, N, K, c.tile_m, c.tile_n, sm_count)};
   if (c.skinny()) {
-    const int alt = sparse24_narrow_token_tile(narrow_tile(fast_accum), M);
+    const int alt = narrow_tile(fast_accum, M);
     const Sparse24ConfigRow& r = kSparse24Configs[alt];
     const int s = sparse24_split_k(M, N, K, r.tile_m, r.tile_n, sm_count);
     if (s > 1) return {alt, s};
@@ -238,10 +238,8 @@ Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int 
   // Stream-K only with a workspace, and not under a forced split.
   p.config = config >= 0 ? config : sparse24_heuristic(M, N, K, sm_count, fast_accum, with_workspace && split_k < 2);
   if (split_k >= 2) {
-    // Where the heuristic took the decode kernel: the tile it would take otherwise (64x32, or its
-    // 8- or 16-token sibling).
-    if (config < 0 && kSparse24Configs[p.config].skinny())
-      p.config = sparse24_narrow_token_tile(narrow_tile(fast_accum), M);
+    // Where the heuristic took the decode kernel: the tile it would take otherwise.
+    if (config < 0 && kSparse24Configs[p.config].skinny()) p.config = narrow_tile(fast_accum, M);
     if (kSparse24Configs[p.config].splittable()) p.split_k = split_k;
     return p;
   }
