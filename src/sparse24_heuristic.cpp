@@ -43,7 +43,7 @@ int sparse24_narrow_token_tile(int config, int64_t M_tokens) {
 
 bool sparse24_skinny_decode(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count) {
   const int64_t sms = sm_count;
-  return M_tokens <= 8 && (N_out + 63) / 64 < sms && N_out * K <= (int64_t{1} << 24);
+  return M_tokens <= 8 && (N_out + 63) / 64 < sms && N_out * K < (int64_t{1} << 24);
 }
 
 int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count, bool fast_accum, bool stream_k) {
