@@ -17,6 +17,20 @@ bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count) {
   return M_tokens >= 2048 && N_out < 2048 && 2 * tiles192 >= sms;
 }
 
+// 65-127 tokens on weights of at least one wave of 64-row tiles, measured on 4 layers outside the
+// sweep at M = 66-127, every default-mode configuration (tuning/tune_sparse24_band.jsonl): the
+// 64x64 tile (its second column clamped inside M) was the best or within 2 % of it up to M = 100,
+// and the 128x128 stream-K tile the best from M = 106 on 3 of the 4 layers. Below 104 tokens the
+// stream-K tile's box has more than 24 rows past M, which cost more than the second column; the
+// 128x32 stream-K and 64x128 tiles the cost model preferred there measured 1.01-1.11x and 1.3-1.4x.
+// Promoted accumulation only: the fast-accumulation rows were not measured here.
+constexpr int64_t kSk128MinTokens = 104;
+namespace {
+bool two_column_band(int64_t M_tokens, int64_t N_out, int sm_count, bool fast_accum) {
+  return !fast_accum && M_tokens > 64 && M_tokens < kSk128MinTokens && (N_out + 63) / 64 >= sm_count;
+}
+}  // namespace
+
 int sparse24_heuristic_stream_k(int64_t M_tokens, int64_t N_out, int sm_count) {
   using namespace sparse24_detail;
   const int64_t sms = sm_count;
@@ -50,6 +64,7 @@ int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count,
   using sparse24_detail::Tile;
   if (sparse24_skinny_decode(M_tokens, N_out, K, sm_count)) return kSparse24SkinnyConfig;
   if (!fast_accum && sparse24_narrow_wide_tile(M_tokens, N_out, sm_count)) return sparse24_detail::kWide.index;
+  if (two_column_band(M_tokens, N_out, sm_count, fast_accum)) return sparse24_detail::kDefault[1].index;  // 64x64
   if (stream_k) {
     const int c = sparse24_heuristic_stream_k(M_tokens, N_out, sm_count);
     if (c >= 0) return sparse24_narrow_token_tile(c, M_tokens);
@@ -247,7 +262,8 @@ Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int 
     p = library_split(M, N, K, p.config, fast_accum, sm_count);
   // The library's own pick, unsplit, where its last token column is partial: the plan the cost
   // model prefers (sparse24_partial_column).
-  if (config < 0 && p.split_k == 1)
+  // two_column_band's pick is measured where the model (15 % RMS) is least sure; it is kept.
+  if (config < 0 && p.split_k == 1 && !two_column_band(M, N, sm_count, fast_accum))
     p = sparse24_partial_column(M, N, K, p.config, fast_accum, with_workspace, sm_count);
   if (p.tail_config < 0) p.main_rows = M;
   return p;
