@@ -23,9 +23,10 @@
 //  * each group (blocks 0-1 and 2-3 for group 64, all four for group 128) runs into P, zeroed by its
 //    first wgmma, and is promoted, acc = fma(sw[d,g]·sx[l,g], P, acc), with the scales issued
 //    before its wgmmas; the other consumer warp group's wgmmas run meanwhile.
-//  * Scales are read from global memory (L2-resident) for the thread's two rows and kBlkN/4 columns
-//    (the CLayout_64xN positions, from an identity tensor partitioned by the TiledMma): one pointer
-//    per row, the columns at immediate offsets; rows >= D and the last tile's columns >= L read the
+//  * Scales: each consumer warp group copies the next K tile's sx and sw into shared memory with
+//    cp.async while the current one runs (double-buffered, one named barrier per K tile); a
+//    promotion reads its thread's two rows and kBlkN/4 columns (the CLayout_64xN positions, from an
+//    identity tensor partitioned by the TiledMma) from there. Rows >= D and columns >= L copy the
 //    last row / column (finite, never stored).
 //  * The tile's coordinates: mma() is not told which tile it computes, so it replays the kernel's
 //    persistent tile scheduler (the same Params, copied in by run(); k-th call = k-th work tile).
@@ -60,6 +61,18 @@ namespace qsgemm::kernels::sm90_w4a4_wgmma {
 
 using Scheduler = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90;
 
+// The scale buffers of mma(), per consumer warp group (2), buffer (2) and group of the K tile (2):
+// sx for 128 token columns (permuted, a pitch of 4 x 36 floats) and sw for 64 weight rows. They are
+// members of the mainloop's TensorStorage, not static __shared__ arrays: static shared memory would
+// shift the kernel's dynamic shared memory off the 1024-byte alignment its swizzled TMA tiles need.
+// The pipeline's stage count is computed with them carved out.
+inline constexpr int kScaleWarpGroups = 2, kScaleBuffers = 2, kSxPitch = 36, kScaleRows = 64;
+struct ScaleBuffers {
+  alignas(16) float sx[kScaleWarpGroups][kScaleBuffers][2][4 * kSxPitch];  // [wg][buffer][group in tile][perm(col)]
+  alignas(16) float sw[kScaleWarpGroups][kScaleBuffers][2][kScaleRows];    // [wg][buffer][group in tile][row]
+};
+inline constexpr int kScaleSmemBytes = static_cast<int>(sizeof(ScaleBuffers));
+
 // What mma() reads besides A and B (GEMM coordinates: M = D, N = L).
 struct Extra {
   const float* sx = nullptr;  // M-major [D1/group][ld_sx]: scale of (token n, group g) at sx[g*ld_sx + n]
@@ -82,7 +95,9 @@ struct W4A4Mainloop : Base {
   using typename Base::PipelineState;
   using typename Base::SmemLayoutA;
   using typename Base::SmemLayoutB;
-  using typename Base::TensorStorage;
+  struct TensorStorage : Base::TensorStorage {  // the kernel's SharedStorage takes this type
+    ScaleBuffers scales;
+  };
   using typename Base::TileShape;
   using TiledMma = typename Base::TiledMma;  // e4m3 x e4m3 -> f32, A from registers
   using ElementAccumulator = float;
@@ -163,35 +178,70 @@ struct W4A4Mainloop : Base {
     TiledMma mma_c;
     Tensor tCcC = mma_c.get_thread_slice(thread_idx).partition_C(make_identity_tensor(take<0, 2>(TileShape{})));
     const int r0 = get<0>(tCcC(0)), c0 = get<1>(tCcC(0));
-    // Weight rows past D read the last row's scales (finite; those rows are never stored).
-    const float* sw_a = ex.sw + static_cast<int64_t>(min(m0 + r0, ex.M - 1)) * ex.num_groups;
-    const float* sw_b = ex.sw + static_cast<int64_t>(min(m0 + r0 + 8, ex.M - 1)) * ex.num_groups;
-    // Token columns: n0 + c0 + 8j + e. A full tile reads them at immediate offsets from one pointer;
-    // the last, partial tile clamps them to L - 1 (inside the scale matrix; never stored).
-    const bool full_n = n0 + kBlkN <= ex.N;
-    const int col0 = n0 + c0;
+    // ---- the group scales, staged in shared memory one K tile ahead -----------------------------
+    // Each consumer warp group copies its K tile's scales (sx: the tile's kBlkN tokens; sw: its 64
+    // weight rows; one or two groups) with 4-byte cp.async while the tile before runs, so that a
+    // promotion reads them with shared-memory latency: 8 LDS.128 + 2 LDS.32 per group instead of 34
+    // global loads, each waited on at the promotion. Rows >= D and columns >= L copy the last row /
+    // column (finite, never stored). sx is stored permuted, column c = 8j + 2t + e at t·kSxPitch +
+    // 2j + e, so that thread t's columns (c0 = 2t, CLayout_64xN) are contiguous; the pitch of 36
+    // floats puts the four t at different banks.
+    static_assert(kBlkN == 128 && kSxPitch >= kBlkN / 4, "the sx permutation assumes 16 n8 blocks per tile");
+    constexpr int kRowsPerWg = kBlkM / kWarpGroups;
+    static_assert(kRowsPerWg == kScaleRows && kWarpGroups == kScaleWarpGroups, "one 64-row wgmma atom per warp group");
+    static_assert(kScaleBuffers == 2, "the loops alternate two buffers (buf ^ 1)");
+    auto& s_sx = shared_tensors.scales.sx;
+    auto& s_sw = shared_tensors.scales.sw;
+    const int wg_tid = thread_idx % cutlass::NumThreadsPerWarpGroup;
+    const int groups_per_tile = ex.group == 64 ? 2 : 1;
+    // Copies K tile kt's scales into buffer buf; commits one cp.async group (possibly empty).
+    auto stage_scales = [&](int kt, int buf) {
+      const int g_first = kt * groups_per_tile;
+      CUTLASS_PRAGMA_UNROLL
+      for (int q = 0; q < 2; ++q) {  // sx: 2 groups x 128 columns over 128 threads
+        const int idx = q * cutlass::NumThreadsPerWarpGroup + wg_tid;
+        const int gl = idx / kBlkN, c = idx % kBlkN;
+        if (gl < groups_per_tile && g_first + gl < ex.num_groups) {
+          const float* src = ex.sx + static_cast<int64_t>(g_first + gl) * ex.ld_sx + min(n0 + c, ex.N - 1);
+          const int p = ((c >> 1) & 3) * kSxPitch + 2 * (c >> 3) + (c & 1);
+          w4a4_ptx::cp_async_4(w4a4_ptx::smem_u32(&s_sx[wg_idx][buf][gl][p]), src);
+        }
+      }
+      {  // sw: 64 rows x 2 groups over 128 threads
+        const int gl = wg_tid / kRowsPerWg, r = wg_tid % kRowsPerWg;
+        if (gl < groups_per_tile && g_first + gl < ex.num_groups) {
+          const int row = min(m0 + wg_idx * kRowsPerWg + r, ex.M - 1);
+          const float* src = ex.sw + static_cast<int64_t>(row) * ex.num_groups + g_first + gl;
+          w4a4_ptx::cp_async_4(w4a4_ptx::smem_u32(&s_sw[wg_idx][buf][gl][r]), src);
+        }
+      }
+      w4a4_ptx::cp_async_commit();
+    };
+    // Waits for this thread's copies of the current tile, then for the warp group's: after the
+    // barrier every copy into `buf` has landed and every read of the other buffer is done.
+    auto scales_ready = [&]() {
+      w4a4_ptx::cp_async_wait<0>();
+      cutlass::arch::NamedBarrier::sync(cutlass::NumThreadsPerWarpGroup, wg_idx);
+    };
+    const int t4 = c0 >> 1;                  // 0..3
+    const int rw = r0 - wg_idx * kRowsPerWg;  // the thread's first row within the warp group's 64
 
     // Scales of one group: the two rows' sw and the kCols columns' sx.
     struct Scales {
       float w[2];
       float x[kCols];
     };
-    auto load_scales = [&](Scales& s, int grp) {
-      s.w[0] = __ldg(sw_a + grp);
-      s.w[1] = __ldg(sw_b + grp);
-      const float* px = ex.sx + static_cast<int64_t>(grp) * ex.ld_sx;
-      if (full_n) {
-        CUTLASS_PRAGMA_UNROLL
-        for (int j = 0; j < kCols / 2; ++j) {
-          s.x[2 * j] = __ldg(px + col0 + 8 * j);
-          s.x[2 * j + 1] = __ldg(px + col0 + 8 * j + 1);
-        }
-      } else {
-        CUTLASS_PRAGMA_UNROLL
-        for (int j = 0; j < kCols / 2; ++j) {
-          s.x[2 * j] = __ldg(px + min(col0 + 8 * j, ex.N - 1));
-          s.x[2 * j + 1] = __ldg(px + min(col0 + 8 * j + 1, ex.N - 1));
-        }
+    auto load_scales = [&](Scales& s, int buf, int gl) {
+      s.w[0] = s_sw[wg_idx][buf][gl][rw];
+      s.w[1] = s_sw[wg_idx][buf][gl][rw + 8];
+      const float4* px = reinterpret_cast<const float4*>(&s_sx[wg_idx][buf][gl][t4 * kSxPitch]);
+      CUTLASS_PRAGMA_UNROLL
+      for (int q = 0; q < kCols / 4; ++q) {
+        const float4 v = px[q];
+        s.x[4 * q] = v.x;
+        s.x[4 * q + 1] = v.y;
+        s.x[4 * q + 2] = v.z;
+        s.x[4 * q + 3] = v.w;
       }
     };
     // acc += (sw·sx)·P: the group's sums are exact in float (integers of at most 2^13, from e4m3 products
@@ -233,24 +283,31 @@ struct W4A4Mainloop : Base {
     clear(accum);
     warpgroup_fence_operand(accum);
     Scales sa;
+    // The previous work tile's last reads of the scale buffers are done before this tile's copies.
+    cutlass::arch::NamedBarrier::sync(cutlass::NumThreadsPerWarpGroup, wg_idx);
+    stage_scales(0, 0);
 
     if (ex.group == 64) {
-      // Two groups per K tile, each into P with its scales issued before its MMAs; the other warp
-      // group's MMAs run while this one promotes. A second partial and the next group's scales in
-      // flight do not fit 168 registers at this tile (ptxas spills); a 64-token tile fits them but
-      // was slower, its A widening shared by half the outputs (tuning/tune_w4a4_e4m3.txt).
+      // Two groups per K tile, each into P with its scales read before its MMAs; the other warp
+      // group's MMAs run while this one promotes. A second partial (group g+1's MMAs in flight while
+      // g is promoted, scales read at the promotion) fits the consumers' 232 registers only just
+      // (64 bytes of spills) and measured 1.23x slower at the seed shape (tuning/tune_w4a4_smem_scales.txt);
+      // a 64-token tile fits it but was slower, its A widening shared by half the outputs
+      // (tuning/tune_w4a4_e4m3.txt).
       CUTLASS_PRAGMA_NO_UNROLL
       for (int kt = 0; kt < k_tile_count; ++kt) {
-        const int g = 2 * kt;
+        const int g = 2 * kt, buf = kt & 1;
         const int stage = cursor.wait();
+        scales_ready();
+        if (kt + 1 < k_tile_count) stage_scales(kt + 1, buf ^ 1);
         widen(stage, 0, Int<2>{});
-        load_scales(sa, g);
+        load_scales(sa, buf, 0);
         issue(part0, stage, 0, Int<2>{});
         widen(stage, 2, Int<2>{});
         warpgroup_wait<0>();
         promote(part0, sa);
         if (g + 1 < ex.num_groups) {  // a last tile with one group of 64: its second half is zero fill
-          load_scales(sa, g + 1);
+          load_scales(sa, buf, 1);
           issue(part0, stage, 2, Int<2>{});
           warpgroup_wait<0>();
           promote(part0, sa);
@@ -259,13 +316,16 @@ struct W4A4Mainloop : Base {
         cursor.advance();
       }
     } else {
-      // One group of 128 per K tile into P, its scales issued before its MMAs; the stage is released
+      // One group of 128 per K tile into P, its scales read before its MMAs; the stage is released
       // after its promotion (mma_tail releases the last).
       CUTLASS_PRAGMA_NO_UNROLL
       for (int kt = 0; kt < k_tile_count; ++kt) {
+        const int buf = kt & 1;
         const int stage = cursor.wait();
+        scales_ready();
+        if (kt + 1 < k_tile_count) stage_scales(kt + 1, buf ^ 1);
         widen(stage, 0, Int<2>{});
-        load_scales(sa, kt);
+        load_scales(sa, buf, 0);
         issue(part0, stage, 0, Int<2>{});
         widen(stage, 2, Int<2>{});
         warpgroup_arrive();
@@ -363,7 +423,8 @@ struct W4A4WgmmaGemm {
   using CutlassMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cutlass::int4b_t, cutlass::layout::RowMajor, 32,
       cutlass::float_e4m3_t, cutlass::layout::ColumnMajor, 16, float, TileShape, ClusterShape,
-      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage)) +
+                                                          kScaleSmemBytes>,
       cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
   using CollectiveMainloop = W4A4Mainloop<CutlassMainloop>;
 
