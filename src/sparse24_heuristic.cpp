@@ -23,11 +23,14 @@ bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count) {
 // and the 128x128 stream-K tile the best from M = 106 on 3 of the 4 layers. Below 104 tokens the
 // stream-K tile's box has more than 24 rows past M, which cost more than the second column; the
 // 128x32 stream-K and 64x128 tiles the cost model preferred there measured 1.01-1.11x and 1.3-1.4x.
-// Promoted accumulation only: the fast-accumulation rows were not measured here.
+// Where the 64-row tiles make less than 1.5 waves (fit layers: 1.7 waves and more), the cost model
+// keeps deciding among the other tiles: at 10240 x 8192 (1.2 waves), M = 90, the 128x32 stream-K
+// tile measured 9 % faster than 64x64 (tune_sparse24_between.jsonl). Promoted accumulation only:
+// the fast-accumulation rows were not measured here.
 constexpr int64_t kSk128MinTokens = 104;
 namespace {
 bool two_column_band(int64_t M_tokens, int64_t N_out, int sm_count, bool fast_accum) {
-  return !fast_accum && M_tokens > 64 && M_tokens < kSk128MinTokens && (N_out + 63) / 64 >= sm_count;
+  return !fast_accum && M_tokens > 64 && M_tokens < kSk128MinTokens && 2 * ((N_out + 63) / 64) >= 3 * int64_t{sm_count};
 }
 }  // namespace
 
@@ -67,7 +70,9 @@ int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count,
   if (two_column_band(M_tokens, N_out, sm_count, fast_accum)) return sparse24_detail::kDefault[1].index;  // 64x64
   if (stream_k) {
     const int c = sparse24_heuristic_stream_k(M_tokens, N_out, sm_count);
-    if (c >= 0) return sparse24_narrow_token_tile(c, M_tokens);
+    // 128x128 stream-K below kSk128MinTokens: too many out-of-bounds rows (above); promoted mode only.
+    const bool oob_heavy = c == sparse24_detail::kStreamK128x128 && !fast_accum && M_tokens < kSk128MinTokens;
+    if (c >= 0 && !oob_heavy) return sparse24_narrow_token_tile(c, M_tokens);
   }
   const int64_t sms = sm_count;
   auto tiles = [&](const Tile& t) { return ((N_out + t.tile_m - 1) / t.tile_m) * ((M_tokens + t.tile_n - 1) / t.tile_n); };

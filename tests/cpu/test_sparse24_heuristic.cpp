@@ -193,19 +193,23 @@ TEST(Sparse24Heuristic, NarrowTokenTilesBelowSeventeenTokens) {
   EXPECT_GT(narrow, 0);
 }
 
-// 65-103 tokens on weights of at least one wave of 64-row tiles: the 64x64 tile (promoted
+// 65-103 tokens on weights of at least 1.5 waves of 64-row tiles: the 64x64 tile (promoted
 // accumulation), with or without a workspace, kept by the cost model; 104-128 tokens: the 128x128
-// stream-K tile given a workspace (tune_sparse24_band.jsonl).
+// stream-K tile given a workspace (tune_sparse24_band.jsonl). On narrower weights the cost model
+// decides, but not for 128x128 stream-K below 104 tokens.
 TEST(Sparse24Heuristic, TwoColumnBandBelow104Tokens) {
   const int pp64 = sparse24_config_index("64x64x256_c1x1_pingpong");
   const int sk128 = sparse24_config_index("128x128x256_c1x1_coop_streamk");
-  for (int64_t N : {8448, 10240, 28672, 57344})
+  for (int64_t N : {8448, 10240, 14336, 28672, 57344})
     for (bool ws : {false, true}) {
       for (int64_t M = 65; M < 104; ++M) {
         const Sparse24Choice p = kernels::sparse24_choose(M, N, 8192, -1, 0, false, kSms, ws);
-        EXPECT_EQ(p.config, pp64) << N << " M=" << M;
-        EXPECT_EQ(p.split_k, 1);
-        EXPECT_LT(p.tail_config, 0);
+        if (N >= 12672) {
+          EXPECT_EQ(p.config, pp64) << N << " M=" << M;
+          EXPECT_EQ(p.split_k, 1);
+          EXPECT_LT(p.tail_config, 0);
+        }
+        EXPECT_NE(p.config, sk128) << N << " M=" << M;
       }
       for (int64_t M = 104; M <= 128; ++M) {
         const Sparse24Choice p = kernels::sparse24_choose(M, N, 8192, -1, 0, false, kSms, ws);
