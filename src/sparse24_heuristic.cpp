@@ -17,16 +17,11 @@ bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count) {
   return M_tokens >= 2048 && N_out < 2048 && 2 * tiles192 >= sms;
 }
 
-// 65-127 tokens on weights of at least one wave of 64-row tiles, measured on 4 layers outside the
-// sweep at M = 66-127, every default-mode configuration (tuning/tune_sparse24_band.jsonl): the
-// 64x64 tile (its second column clamped inside M) was the best or within 2 % of it up to M = 100,
-// and the 128x128 stream-K tile the best from M = 106 on 3 of the 4 layers. Below 104 tokens the
-// stream-K tile's box has more than 24 rows past M, which cost more than the second column; the
-// 128x32 stream-K and 64x128 tiles the cost model preferred there measured 1.01-1.11x and 1.3-1.4x.
-// Where the 64-row tiles make less than 1.5 waves (fit layers: 1.7 waves and more), the cost model
-// keeps deciding among the other tiles: at 10240 x 8192 (1.2 waves), M = 90, the 128x32 stream-K
-// tile measured 9 % faster than 64x64 (tune_sparse24_between.jsonl). Promoted accumulation only:
-// the fast-accumulation rows were not measured here.
+// 65-103 tokens on weights of >= 1.5 waves of 64-row tiles: the 64x64 tile, its second column
+// clamped inside M. The 128x128 stream-K tile's box would carry more than 24 rows past M there, and
+// the cost model's picks (128x32 stream-K, 64x128) measured slower (tuning/tune_sparse24_band.jsonl,
+// layers outside the sweep). Below 1.5 waves the model decides (10240 x 8192, M = 90: 128x32
+// stream-K 9 % faster, tune_sparse24_between.jsonl). Promoted accumulation only: not measured fast.
 constexpr int64_t kSk128MinTokens = 104;
 namespace {
 bool two_column_band(int64_t M_tokens, int64_t N_out, int sm_count, bool fast_accum) {
