@@ -234,7 +234,7 @@ void w4a4_pack_weight(const MatrixView& w, int group, const MatrixView& w_packed
   detail::check_no_overlap(fn, "w_packed", detail::byte_range(w_packed), "w", detail::byte_range(w));
   detail::check_no_overlap(fn, "w_scale", scales, "w", detail::byte_range(w));
   detail::check_no_overlap(fn, "w_scale", scales, "w_packed", detail::byte_range(w_packed));
-  (void)detail::launch_device(fn, stream);
+  const detail::LaunchDevice dev = detail::launch_device(fn, stream);
 
   unsigned long long* bad = nullptr;
   detail::check_cuda(cudaMallocAsync(reinterpret_cast<void**>(&bad), sizeof(*bad), stream), fn, "cudaMallocAsync");
@@ -254,6 +254,7 @@ void w4a4_pack_weight(const MatrixView& w, int group, const MatrixView& w_packed
     a.s_row = ng;
     a.s_grp = 1;
     a.bad = bad;
+    a.sm_count = dev.sm_count;
     kernels::run_w4a4_quantize(a, stream);
     e = cudaGetLastError();
   }
@@ -319,7 +320,7 @@ void w4a4_quantize_activations(const MatrixView& x, int group, const MatrixView&
   detail::check_no_overlap(fn, "x2", o2, "lora_down", l1);
   detail::check_no_overlap(fn, "x2", o2, "x1", q);
   detail::check_no_overlap(fn, "x2", o2, "x_scale", s);
-  (void)detail::launch_device(fn, stream);
+  const detail::LaunchDevice dev = detail::launch_device(fn, stream);
 
   kernels::W4A4QuantArgs a;
   a.x = x.data;
@@ -334,6 +335,7 @@ void w4a4_quantize_activations(const MatrixView& x, int group, const MatrixView&
   a.scales = x_scale;
   a.s_row = 1;
   a.s_grp = ld_x_scale;
+  a.sm_count = dev.sm_count;
   if (r > 0) {
     a.l1 = lora_down.data;
     a.ld_l1 = lora_down.ld;

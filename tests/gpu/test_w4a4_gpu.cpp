@@ -13,8 +13,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu_test_util.h"
@@ -554,6 +556,105 @@ TEST_F(W4A4Gpu, QuantizerManySlicesBitIdentical) {
       EXPECT_EQ(d.scales, 0) << "scales differ";
       EXPECT_EQ(d.padding, 0) << "padding bytes written";
     }
+}
+
+// The bf16 quantizer divides as q' = fma(fma(-s, x·y, x), y, x·y) with y = RN(1/s) (Markstein), which
+// must equal the IEEE quotient the CPU rounds wherever rounding matters: near the ties k + 1/2. Every
+// group here has a random amax (scale s = amax/7, 2^-113 to 2^98) and its other values are the bf16
+// neighbours (-2..+2 ulps) of (k + 1/2)·s for random k, both signs: codes and scales bit for bit.
+TEST_F(W4A4Gpu, QuantizerDivisionExactNearTies) {
+  std::mt19937 rng(2611);
+  for (int group : {64, 128}) {
+    SCOPED_TRACE("group " + std::to_string(group));
+    const int64_t L = 192, D1 = 2048, ng = D1 / group;
+    Input in;
+    in.f.resize(static_cast<size_t>(L * D1));
+    std::uniform_real_distribution<float> expo(-110.0f, 100.0f), unit(1.0f, 2.0f);  // s below 2^-100: __fdiv_rn
+    std::uniform_int_distribution<int> half(-8, 7), nb(-2, 2), coin(0, 1);
+    for (int64_t r = 0; r < L; ++r)
+      for (int64_t g = 0; g < ng; ++g) {
+        const float amax = bf16_decode(bf16_encode(std::ldexp(unit(rng), static_cast<int>(expo(rng)))));
+        const float sc = int4_scale_from_amax(amax);
+        float* v = &in.f[r * D1 + g * group];
+        v[0] = coin(rng) ? amax : -amax;
+        for (int k = 1; k < group; ++k) {
+          uint16_t h = bf16_encode((static_cast<float>(half(rng)) + 0.5f) * sc);
+          h = static_cast<uint16_t>(h + nb(rng));
+          float x = bf16_decode(h);
+          if (!(std::fabs(x) <= amax)) x = 0.0f;  // keep amax the group's maximum
+          v[k] = x;
+        }
+        std::swap(v[0], v[1 + static_cast<int>(rng() % (group - 1))]);
+      }
+    in.raw.resize(static_cast<size_t>(L * D1 * 2));
+    for (size_t i = 0; i < in.f.size(); ++i) {
+      const uint16_t h = bf16_encode(in.f[i]);
+      std::memcpy(in.raw.data() + 2 * i, &h, 2);
+    }
+    const int64_t ld_s = L, ldq = D1 / 2;
+    DeviceBuffer<uint8_t> d_x(in.raw.size()), d_q(static_cast<size_t>(L * ldq));
+    DeviceBuffer<float> d_s(static_cast<size_t>(ng * ld_s));
+    d_x.upload(in.raw);
+    d_q.poison(0xAB);
+    d_s.poison();
+    ASSERT_NO_THROW(w4a4_quantize_activations(MatrixView(d_x.get(), DType::kBF16, L, D1), group,
+                                              MatrixView(d_q.get(), DType::kI4x2, L, D1 / 2, ldq), d_s.get(), ld_s,
+                                              nullptr));
+    QSGEMM_CUDA_OK(cudaDeviceSynchronize());
+    const QuantizerDiff d = diff_quantizer(in, L, D1, group, d_q.download(), ldq, d_s.download(), ld_s);
+    EXPECT_EQ(d.codes, 0) << "code bytes differ";
+    EXPECT_EQ(d.scales, 0) << "scales differ";
+  }
+}
+
+// The fused down-projection at many rows: the rank is not split there (one part of up to 128 ranks,
+// the two-stage ring), and each slice walks several chunks. Codes bit for bit, X2 within float32
+// accumulation rounding.
+TEST_F(W4A4Gpu, QuantizerFusedManyRowsWholeRank) {
+  std::mt19937 rng(2612);
+  struct Case {
+    int64_t L, D1;
+    int group, R;
+  };
+  for (const Case c : {Case{2200, 1024, 64, 128}, Case{1100, 2048, 128, 96}, Case{700, 1536, 64, 64}}) {
+    SCOPED_TRACE("L=" + std::to_string(c.L) + " D1=" + std::to_string(c.D1) + " r " + std::to_string(c.R));
+    Input in = make_input(c.L, c.D1, c.D1, DType::kBF16, rng, c.group);
+    std::vector<float> l1f = random_floats(static_cast<size_t>(c.R * c.D1), rng, 0.5f);
+    std::vector<uint16_t> l1h = to_bf16(l1f);
+    for (size_t i = 0; i < l1f.size(); ++i) l1f[i] = bf16_decode(l1h[i]);
+    const int64_t ng = c.D1 / c.group, ld_s = c.L, ldq = c.D1 / 2;
+    DeviceBuffer<uint8_t> d_x(in.raw.size()), d_q(static_cast<size_t>(c.L * ldq));
+    DeviceBuffer<float> d_s(static_cast<size_t>(ng * ld_s)), d_x2(static_cast<size_t>(c.L * c.R));
+    DeviceBuffer<uint16_t> d_l1(l1h.size());
+    d_x.upload(in.raw);
+    d_l1.upload(l1h);
+    d_q.poison(0xAB);
+    d_s.poison();
+    d_x2.poison();
+    ASSERT_NO_THROW(w4a4_quantize_activations(MatrixView(d_x.get(), DType::kBF16, c.L, c.D1), c.group,
+                                              MatrixView(d_l1.get(), DType::kBF16, c.R, c.D1),
+                                              MatrixView(d_q.get(), DType::kI4x2, c.L, c.D1 / 2, ldq), d_s.get(), ld_s,
+                                              MatrixView(d_x2.get(), DType::kF32, c.L, c.R), nullptr));
+    QSGEMM_CUDA_OK(cudaDeviceSynchronize());
+    const QuantizerDiff d = diff_quantizer(in, c.L, c.D1, c.group, d_q.download(), ldq, d_s.download(), ld_s);
+    EXPECT_EQ(d.codes, 0) << "code bytes differ";
+    EXPECT_EQ(d.scales, 0) << "scales differ";
+    const auto x2 = d_x2.download();
+    int64_t x2bad = 0;
+    for (int64_t r = 0; r < c.L; ++r)
+      for (int64_t j = 0; j < c.R; ++j) {
+        double ref = 0, mag = 0;
+        for (int64_t k = 0; k < c.D1; ++k) {
+          const double p = static_cast<double>(in.f[r * c.D1 + k]) * l1f[j * c.D1 + k];
+          ref += p;
+          mag += std::fabs(p);
+        }
+        const double got = x2[r * c.R + j];
+        if (!(std::fabs(got - ref) <= c.D1 * 0x1p-24 * mag) && x2bad++ < 3)
+          ADD_FAILURE() << "x2(" << r << ", " << j << "): " << got << " vs " << ref;
+      }
+    EXPECT_EQ(x2bad, 0);
+  }
 }
 
 // The e4m3 staging of the quantizer: byte k of a row = the signed code k of the packed output as e4m3

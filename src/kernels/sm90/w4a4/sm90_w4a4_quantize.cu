@@ -254,190 +254,286 @@ __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_kernel(const W4A4
   }
 }
 
-// ---- bf16 X: a cp.async ring of chunks ------------------------------------------------------------
-// The kernel above moves one chunk at a time (load, barrier, compute, barrier), so each CTA waits a
-// full memory latency per 128 columns. For bf16 X (the common case, and the one whose X2 runs on
-// tensor cores) this one keeps kQStages chunks of X and L1 in flight with cp.async, as raw bf16 in
-// dynamic shared memory; same arithmetic, same results.
-constexpr int kQStages = 4;
-constexpr int kRawPitch = kChunk + 8;                          // bf16 per smem row: 272 bytes
-constexpr int kRawRowBytes = kRawPitch * 2;                    // 16-byte aligned rows for cp.async
-constexpr int kStageXBytes = kRows * kRawRowBytes;             // 4352
-__host__ __device__ inline int stage_bytes(int rank) { return kStageXBytes + rank * kRawRowBytes; }
-inline int pipelined_smem_bytes(int rank) { return kQStages * stage_bytes(rank); }
+// ---- bf16 X: 64 rows per CTA, a cp.async ring, X2 on ldmatrix-fed tensor cores -------------------------
+// The kernel above is the reference-shaped one (fp16 / fp32 X). bf16 X, the common case, runs this
+// one, built for bandwidth:
+//  * a CTA owns 64 rows (not 16): the L1 chunk it stages [r][128] is shared by four times as many
+//    rows, so the L2 -> shared-memory traffic of the down-projection is r/64 of X's, not r/16;
+//  * chunks of X and L1 arrive through a cp.async ring (raw bf16, 272-byte rows: conflict-free
+//    16-byte reads and ldmatrix);
+//  * per element: x / s as q = x·y, e = fma(-s, q, x), q' = fma(e, y, q) with y = RN(1/s) per group
+//    (Markstein's correction: q' = RN(x/s) exactly, the IEEE quotient the CPU rounds, for every x
+//    with |x/s| >= 2^-26 when 2^-100 <= s <= 2^100; smaller quotients round to 0 either way, other
+//    scales take __fdiv_rn); rint by adding and subtracting 1.5·2^23 (ties to even, and the low
+//    nibble of the sum's bits is the two's-complement code);
+//  * X2: warp w owns m16 tile w % 4 and every other n8 rank tile from w / 4; A and B fragments by
+//    ldmatrix.x4;
+//  * a row's chunks are split over slices (gridDim.y): with the down-projection a cluster of up to 8
+//    CTAs whose partial X2 tiles meet in distributed shared memory, CTA c adding rows c, c + S, ... in
+//    slice order (deterministic; no workspace, no atomics); at small L the rank is split over
+//    gridDim.z too (each z the X2 of r/Z ranks; z = 0 also quantizes), so a decode-size call streams
+//    L1 from many SMs; without the down-projection, independent slices, about two CTAs per SM.
+constexpr int kQRows = 64;
+constexpr int kRawRowBytes = (kChunk + 8) * 2;   // 272: 16-byte aligned, 8 rows hit 8 different 16-byte bank groups
+constexpr int kStageXBytes = kQRows * kRawRowBytes;  // 17408
+__host__ __device__ inline int stage_bytes(int rank_part) { return kStageXBytes + rank_part * kRawRowBytes; }
+inline int quant_stages(int rank_part) { return rank_part > 64 ? 2 : 3; }
+inline int bf16_smem_bytes(int rank_part) {
+  const int ring = quant_stages(rank_part) * stage_bytes(rank_part);
+  const int red = kQRows * rank_part * 4;  // the X2 partial tile, parked in the ring after the K loop
+  return ring > red ? ring : red;
+}
 static_assert(kRawRowBytes % 16 == 0 && kStageXBytes % 16 == 0, "16-byte cp.async destinations");
+static_assert(kQRows * kChunk / 8 == 4 * kThreads, "four 8-element vectors of X per thread per chunk");
 
-__global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_bf16_pipelined_kernel(const W4A4QuantArgs a) {
-  extern __shared__ __align__(16) uint8_t qsmem[];
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// Eight consecutive values v of row r from column c (c % 8 == 0): the group amax over the 8 (group
+// 64) or 16 (group 128) lanes that hold the group (every lane calls this: the shuffles), then the
+// codes, the scale and the non-finite check; rows/columns outside the matrix write nothing.
+__device__ __forceinline__ void quantize8(const W4A4QuantArgs& a, int64_t r, int64_t c, const float (&v)[8], int lane) {
+  float amax = 0.0f;
+#pragma unroll
+  for (int u = 0; u < 8; ++u) amax = fmaxf(amax, fabsf(v[u]));
+#pragma unroll
+  for (int off = 1; off <= 4; off <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
+  if (a.group == 128) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 8));
+  if (r >= a.rows || c >= a.cols) return;  // after the shuffles
+  if (a.bad != nullptr)
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
+      if (!isfinite(v[u])) {
+        atomicMin(a.bad, static_cast<unsigned long long>(r * a.cols + c + u));
+        break;
+      }
+  const float s = amax > 0.0f ? fmaxf(__fdiv_rn(amax, 7.0f), FLT_MIN) : 1.0f;  // int4_scale_from_amax
+  constexpr float kMagic = 0x1.8p23f;  // 1.5·2^23: x + kMagic rounds x to an integer, ties to even
+  float t[8];                          // rint(clamp(x/s)) + kMagic; clamping first rounds the same
+  if (s >= 0x1p-100f && s <= 0x1p100f) {
+    const float y = __frcp_rn(s);
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const float q = __fmul_rn(v[u], y);
+      const float q1 = __fmaf_rn(__fmaf_rn(-s, q, v[u]), y, q);  // = RN(v/s) (Markstein)
+      t[u] = __fadd_rn(fminf(fmaxf(q1, -8.0f), 7.0f), kMagic);
+    }
+  } else {
+#pragma unroll
+    for (int u = 0; u < 8; ++u) t[u] = __fadd_rn(fminf(fmaxf(__fdiv_rn(v[u], s), -8.0f), 7.0f), kMagic);
+  }
+  if (a.q_e4m3) {  // one code per byte, as e4m3 (exact)
+    uint32_t w[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const __nv_fp8x2_storage_t lo = __nv_cvt_float2_to_fp8x2(
+          make_float2(__fadd_rn(t[4 * h], -kMagic), __fadd_rn(t[4 * h + 1], -kMagic)), __NV_SATFINITE, __NV_E4M3);
+      const __nv_fp8x2_storage_t hi = __nv_cvt_float2_to_fp8x2(
+          make_float2(__fadd_rn(t[4 * h + 2], -kMagic), __fadd_rn(t[4 * h + 3], -kMagic)), __NV_SATFINITE, __NV_E4M3);
+      w[h] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+    }
+    *reinterpret_cast<uint2*>(a.q + r * a.ldq + c) = make_uint2(w[0], w[1]);  // ldq % 16 == 0, c % 8 == 0
+  } else {  // two codes per byte, even column in the low nibble
+    uint32_t w = 0;
+#pragma unroll
+    for (int u = 0; u < 8; ++u) w |= (__float_as_uint(t[u]) & 0xFu) << (4 * u);
+    *reinterpret_cast<uint32_t*>(a.q + r * a.ldq + c / 2) = w;
+  }
+  if (c % a.group == 0) a.scales[r * a.s_row + (c / a.group) * a.s_grp] = s;
+}
+
+template <int kStages>
+__global__ void __launch_bounds__(kThreads, 2) sm90_w4a4_quantize_bf16_kernel(const W4A4QuantArgs a) {
+  extern __shared__ __align__(128) uint8_t qsmem[];
   const __nv_bfloat16* x = static_cast<const __nv_bfloat16*>(a.x);
   const __nv_bfloat16* l1 = static_cast<const __nv_bfloat16*>(a.l1);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int g = lane >> 2, t = lane & 3;  // MMA fragment coordinates
-  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  const int rank = a.rank;
-  const int sbytes = stage_bytes(rank);
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kQRows;
+  // This CTA's ranks [j0, j0 + nr) of the down-projection (gridDim.z parts); part 0 also quantizes.
+  const int parts = static_cast<int>(gridDim.z), part = static_cast<int>(blockIdx.z);
+  const int nr = a.rank / parts, j0 = part * nr;
+  const bool quantizes = part == 0;
+  const int sbytes = stage_bytes(nr);
   // This CTA's slice of the chunks: [first, first + nchunks) of the row's ceil(cols / 128).
   const int slices = static_cast<int>(gridDim.y), slice = static_cast<int>(blockIdx.y);
   const int64_t all_chunks = (a.cols + kChunk - 1) / kChunk;
   const int64_t per_slice = (all_chunks + slices - 1) / slices;
   const int64_t first = slice * per_slice;
   const int64_t nchunks = first >= all_chunks ? 0 : (all_chunks - first < per_slice ? all_chunks - first : per_slice);
-  const uint32_t smem0 = static_cast<uint32_t>(__cvta_generic_to_shared(qsmem));
+  const uint32_t smem0 = w4a4_ptx::smem_u32(qsmem);
 
-  // Chunk ch into stage st: X rows r0.. (one 16-byte piece per thread: 16 rows x 16 pieces), then the
-  // L1 rows 0..rank-1 (rank x 16 pieces). Pieces outside the matrix are zero-filled (src-size 0).
-  auto load_chunk = [&](int st, int64_t ch) {  // ch: the slice's own chunk index
+  // Chunk ch into stage st: X rows r0 .. r0 + 63 (64 x 16 pieces of 16 bytes, when this CTA quantizes
+  // or projects), then L1 rows j0 .. j0 + nr - 1. Pieces outside the matrix are zero-filled.
+  auto load_chunk = [&](int st, int64_t ch) {
     const int64_t c0 = (first + ch) * kChunk;
     const uint32_t base = smem0 + static_cast<uint32_t>(st * sbytes);
-    {
-      const int i = tid >> 4, q = tid & 15;
+#pragma unroll
+    for (int it = 0; it < kQRows * 16 / kThreads; ++it) {
+      const int e = tid + it * kThreads, i = e >> 4, q = e & 15;
       const int64_t r = r0 + i, c = c0 + q * 8;
       const bool ok = r < a.rows && c < a.cols;  // cols % 64 == 0: a piece is wholly in or out
       cp_async_16(base + i * kRawRowBytes + q * 16, ok ? static_cast<const void*>(x + r * a.ldx + c) : a.x, ok ? 16 : 0);
     }
-    for (int e = tid; e < rank * 16; e += kThreads) {
+    for (int e = tid; e < nr * 16; e += kThreads) {
       const int j = e >> 4, q = e & 15;
       const int64_t c = c0 + q * 8;
       const bool ok = c < a.cols;
       cp_async_16(base + kStageXBytes + j * kRawRowBytes + q * 16,
-                  ok ? static_cast<const void*>(l1 + j * a.ld_l1 + c) : a.x, ok ? 16 : 0);
+                  ok ? static_cast<const void*>(l1 + (j0 + j) * a.ld_l1 + c) : a.x, ok ? 16 : 0);
     }
   };
 
-  float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+  // X2 fragments: m16 tile mt, n8 tiles nt0, nt0 + 2, ... below nr / 8.
+  const int mt = warp & 3, nt0 = warp >> 2, n8 = nr / 8;
+  float acc[kW4A4MaxRank / 16][4];
 #pragma unroll
-  for (int st = 0; st < kQStages - 1; ++st) {
+  for (int u = 0; u < kW4A4MaxRank / 16; ++u)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[u][e] = 0.0f;
+  // ldmatrix row addresses (lane l supplies row l % 8 of matrix l / 8): A = X rows of tile mt
+  // (matrices: rows 0-7 / 8-15 x k 0-7, then k 8-15); B = L1 rows of an n8 tile (k 0-7, 8-15, 16-23, 24-31).
+  const uint32_t a_off = static_cast<uint32_t>((mt * 16 + (lane & 7) + 8 * ((lane >> 3) & 1)) * kRawRowBytes + 16 * (lane >> 4));
+  const uint32_t b_off = static_cast<uint32_t>(kStageXBytes + (lane & 7) * kRawRowBytes + 16 * (lane >> 3));
+
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
     if (st < nchunks) load_chunk(st, st);
     cp_async_commit();
   }
   for (int64_t ch = 0; ch < nchunks; ++ch) {
-    cp_async_wait<kQStages - 2>();
+    cp_async_wait<kStages - 2>();
     __syncthreads();  // chunk ch is visible to all; every thread is done with chunk ch - 1's stage
-    if (ch + kQStages - 1 < nchunks) load_chunk(static_cast<int>((ch + kQStages - 1) % kQStages), ch + kQStages - 1);
+    if (ch + kStages - 1 < nchunks) load_chunk(static_cast<int>((ch + kStages - 1) % kStages), ch + kStages - 1);
     cp_async_commit();
-    const uint8_t* xs = qsmem + static_cast<int>(ch % kQStages) * sbytes;  // [16][kRawPitch] bf16
-    const uint8_t* ls = xs + kStageXBytes;                                 // [rank][kRawPitch] bf16
+    const int st = static_cast<int>(ch % kStages);
+    const uint8_t* xs = qsmem + st * sbytes;  // [64][136] bf16
     const int64_t c0 = (first + ch) * kChunk;
 
-    // Quantize: warp w owns rows w and w + 8; lane l columns 4l .. 4l + 3 (8 bytes).
+    if (quantizes) {  // pass p: rows 16p + tid / 16, columns 8·(tid % 16) .. + 7
 #pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-      const int i = warp + 8 * rr;
-      const uint2 u = *reinterpret_cast<const uint2*>(xs + i * kRawRowBytes + lane * 8);
-      const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
-      const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
-      const float v[4] = {lo.x, lo.y, hi.x, hi.y};
-      const int64_t r = r0 + i, c = c0 + 4 * lane;
-      if (a.bad != nullptr && r < a.rows && c < a.cols)
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-          if (!isfinite(v[k])) {
-            atomicMin(a.bad, static_cast<unsigned long long>(r * a.cols + c + k));
-            break;
-          }
-      quantize_lane_values(a, r, c0, lane, v);
+      for (int p = 0; p < 4; ++p) {
+        const int i = 16 * p + (tid >> 4), k = 8 * (tid & 15);
+        const uint4 u = *reinterpret_cast<const uint4*>(xs + i * kRawRowBytes + 2 * k);
+        const float v[8] = {__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xFFFF0000u),
+                            __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xFFFF0000u),
+                            __uint_as_float(u.z << 16), __uint_as_float(u.z & 0xFFFF0000u),
+                            __uint_as_float(u.w << 16), __uint_as_float(u.w & 0xFFFF0000u)};
+        quantize8(a, r0 + i, c0 + k, v, lane);
+      }
     }
 
-    // X2 += X_chunk · L1_chunkᵀ: warp w owns the n8 rank tiles w and w + 8 (bf16 m16n8k16).
+    if (nr > 0) {  // X2 += X_chunk · L1_chunkᵀ (bf16 m16n8k16, float32 accumulators)
+      const uint32_t sbase = smem0 + static_cast<uint32_t>(st * sbytes);
 #pragma unroll
-    for (int it = 0; it < 2; ++it) {
-      const int nt = warp + 8 * it;
-      if (nt * 8 >= rank) break;
-      const uint8_t* arow0 = xs + g * kRawRowBytes;
-      const uint8_t* arow1 = xs + (g + 8) * kRawRowBytes;
-      const uint8_t* brow = ls + (nt * 8 + g) * kRawRowBytes;
+      for (int kp = 0; kp < kChunk / 32; ++kp) {
+        uint32_t a0[4], a1[4];
+        ldmatrix_x4(a0, sbase + a_off + kp * 64);
+        ldmatrix_x4(a1, sbase + a_off + kp * 64 + 32);
 #pragma unroll
-      for (int k0 = 0; k0 < kChunk; k0 += 16) {
-        const int o0 = (k0 + 2 * t) * 2, o1 = (k0 + 8 + 2 * t) * 2;  // bytes
-        mma_bf16(acc[it], *reinterpret_cast<const uint32_t*>(arow0 + o0), *reinterpret_cast<const uint32_t*>(arow1 + o0),
-                 *reinterpret_cast<const uint32_t*>(arow0 + o1), *reinterpret_cast<const uint32_t*>(arow1 + o1),
-                 *reinterpret_cast<const uint32_t*>(brow + o0), *reinterpret_cast<const uint32_t*>(brow + o1));
+        for (int u = 0; u < kW4A4MaxRank / 16; ++u) {
+          const int nt = nt0 + 2 * u;
+          if (nt >= n8) break;
+          uint32_t b[4];
+          ldmatrix_x4(b, sbase + b_off + nt * 8 * kRawRowBytes + kp * 64);
+          mma_bf16(acc[u], a0[0], a0[1], a0[2], a0[3], b[0], b[1]);
+          mma_bf16(acc[u], a1[0], a1[1], a1[2], a1[3], b[2], b[3]);
+        }
       }
     }
   }
   cp_async_wait<0>();
-  if (rank == 0) return;
+  if (nr == 0) return;
 
-  // X2 over the cluster: every CTA parks its partial tile [16][rank] (floats) at the start of its
-  // ring, the CTAs meet, and rank 0 of the cluster adds the slices in order 0, 1, ... and stores.
+  // X2 over the slices: every CTA parks its partial tile [64][nr] (floats) at the start of its ring;
+  // CTA c of the cluster adds rows c, c + S, ... over the slices in order 0, 1, ... and stores them.
   namespace cg = cooperative_groups;
-  float* red = reinterpret_cast<float*>(qsmem);  // 16 x 128 floats = 8 KiB <= the ring (>= 17 KiB)
-  if (slices > 1) {
-    __syncthreads();  // every thread is past its last read of the ring
-    // m16n8 accumulator layout: c0, c1 at (row g, rank 2t, 2t+1), c2, c3 at row g + 8.
+  float* red = reinterpret_cast<float*>(qsmem);
+  __syncthreads();  // every thread is past its last read of the ring
+  {
+    const int g = lane >> 2, t = lane & 3;  // m16n8 accumulators: c0, c1 at (row g, 2t, 2t+1), c2, c3 at row g + 8
 #pragma unroll
-    for (int it = 0; it < 2; ++it) {
-      const int nt = warp + 8 * it;
-      if (nt * 8 >= rank) break;
+    for (int u = 0; u < kW4A4MaxRank / 16; ++u) {
+      const int nt = nt0 + 2 * u;
+      if (nt >= n8) break;
 #pragma unroll
-      for (int e = 0; e < 4; ++e) red[(g + 8 * (e >> 1)) * kW4A4MaxRank + nt * 8 + 2 * t + (e & 1)] = acc[it][e];
+      for (int e = 0; e < 4; ++e) red[(mt * 16 + g + 8 * (e >> 1)) * nr + nt * 8 + 2 * t + (e & 1)] = acc[u][e];
     }
+  }
+  if (slices > 1)
     cg::this_cluster().sync();
+  else
+    __syncthreads();
+  const int my_rows = (kQRows - slice + slices - 1) / slices;
+  for (int e = tid; e < my_rows * nr; e += kThreads) {
+    const int i = slice + slices * (e / nr), j = e % nr;
+    const int64_t r = r0 + i;
+    float v = 0.0f;
+    for (int c = 0; c < slices; ++c) v += (slices > 1 ? cg::this_cluster().map_shared_rank(red, c) : red)[i * nr + j];
+    if (r >= a.rows) continue;
+    if (a.x2_f32)
+      static_cast<float*>(a.x2)[r * a.ld_x2 + j0 + j] = v;
+    else
+      static_cast<__nv_bfloat16*>(a.x2)[r * a.ld_x2 + j0 + j] = __float2bfloat16_rn(v);
   }
-  if (slice == 0) {
-#pragma unroll
-    for (int it = 0; it < 2; ++it) {
-      const int nt = warp + 8 * it;
-      if (nt * 8 >= rank) break;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = g + 8 * (e >> 1), j = nt * 8 + 2 * t + (e & 1);
-        float v = acc[it][e];
-        for (int c = 1; c < slices; ++c) v += cg::this_cluster().map_shared_rank(red, c)[i * kW4A4MaxRank + j];
-        const int64_t r = r0 + i;
-        if (r >= a.rows) continue;
-        if (a.x2_f32)
-          static_cast<float*>(a.x2)[r * a.ld_x2 + j] = v;
-        else
-          static_cast<__nv_bfloat16*>(a.x2)[r * a.ld_x2 + j] = __float2bfloat16_rn(v);
-      }
-    }
-  }
-  if (slices > 1) cg::this_cluster().sync();  // the other CTAs' shared memory outlives rank 0's reads
+  if (slices > 1) cg::this_cluster().sync();  // the other CTAs' shared memory outlives their readers
 }
 
 }  // namespace
 
 void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return;
-  const dim3 grid(static_cast<unsigned>((a.rows + kRows - 1) / kRows));
+  const dim3 grid(static_cast<unsigned>((a.rows + kRows - 1) / kRows));  // the fp16 / fp32 kernel
   switch (a.x_dtype) {
     case DType::kBF16: {
-      // The largest ring (rank 128) is allowed once per device (kernel attributes are per device);
-      // each launch asks for its rank's size.
+      // Kernel attributes are per device: the largest ring of each instantiation is allowed once.
       static detail::PerDeviceOnce once;
       const cudaError_t attr = once.run(detail::current_device(), [] {
-        return cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_pipelined_kernel,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, pipelined_smem_bytes(kW4A4MaxRank));
+        cudaError_t e = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<3>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             bf16_smem_bytes(64));
+        if (e == cudaSuccess)
+          e = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   bf16_smem_bytes(kW4A4MaxRank));
+        return e;
       });
       if (attr != cudaSuccess) {
         detail::check_cuda(attr, "w4a4 quantizer", "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
         return;
       }
-      // The chunks of a row are split over slices, one CTA each. With the down-projection the slices
-      // are a cluster of up to 8 CTAs (portable size) whose X2 partial sums meet in distributed
-      // shared memory. Without it nothing is summed across slices, so there are as many as it takes
-      // to launch ~kTargetCtas CTAs: at decode sizes (one 16-row block) every chunk gets its own CTA
-      // and all of X is requested at once instead of a chain of chunk latencies per CTA.
-      constexpr int64_t kTargetCtas = 1024;
-      const int64_t chunks = (a.cols + kChunk - 1) / kChunk;
-      int64_t want = a.rank > 0 ? 8 : (kTargetCtas + grid.x - 1) / grid.x;
-      if (want < 8) want = 8;
-      const unsigned slices = static_cast<unsigned>(chunks < want ? chunks : want);
+      // Grid: 64-row blocks x slices of the chunks x parts of the rank. About two CTAs per SM:
+      // without the down-projection, as many independent slices as that takes; with it, a cluster
+      // of up to 8 slices, and the rank split (in parts of a multiple of 16) while there are few
+      // row blocks.
+      const int64_t target = 2 * static_cast<int64_t>(a.sm_count > 0 ? a.sm_count : 132);
+      const int64_t rows = (a.rows + kQRows - 1) / kQRows, chunks = (a.cols + kChunk - 1) / kChunk;
+      int64_t slices = a.rank > 0 ? 8 : (target + rows - 1) / rows;
+      slices = slices < chunks ? slices : chunks;
+      int parts = 1;
+      if (a.rank > 0)
+        for (int p = a.rank / 16; p > 1; --p)
+          if ((a.rank / 16) % p == 0 && rows * slices * p <= target) {
+            parts = p;
+            break;
+          }
+      const int rank_part = a.rank / parts;
       cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(grid.x, slices, 1);
+      cfg.gridDim = dim3(static_cast<unsigned>(rows), static_cast<unsigned>(slices), static_cast<unsigned>(parts));
       cfg.blockDim = dim3(kThreads, 1, 1);
-      cfg.dynamicSmemBytes = static_cast<size_t>(pipelined_smem_bytes(a.rank));
+      cfg.dynamicSmemBytes = static_cast<size_t>(bf16_smem_bytes(rank_part));
       cfg.stream = stream;
       cudaLaunchAttribute cluster[1];
       cluster[0].id = cudaLaunchAttributeClusterDimension;
       cluster[0].val.clusterDim.x = 1;
-      cluster[0].val.clusterDim.y = slices;
+      cluster[0].val.clusterDim.y = static_cast<unsigned>(slices);
       cluster[0].val.clusterDim.z = 1;
       cfg.attrs = cluster;
       cfg.numAttrs = a.rank > 0 ? 1 : 0;  // rank 0: independent slices, any number
-      detail::check_cuda(cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_pipelined_kernel, a), "w4a4 quantizer",
-                         "cudaLaunchKernelEx(bf16 quantizer)");
+      const cudaError_t e = quant_stages(rank_part) == 3
+                                ? cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<3>, a)
+                                : cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<2>, a);
+      detail::check_cuda(e, "w4a4 quantizer", "cudaLaunchKernelEx(bf16 quantizer)");
       break;
     }
     case DType::kF16: sm90_w4a4_quantize_kernel<__half><<<grid, kThreads, 0, stream>>>(a); break;
