@@ -39,6 +39,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "cute/tensor.hpp"
@@ -86,6 +87,7 @@ struct Extra {
   int64_t ld_w2 = 0;
   int rank = 0;
   int M = 0, N = 0;                      // D, L
+  bool order = false;                    // EXPERIMENT: alternate the warp groups' MMAs
   typename Scheduler::Params sched{};    // the kernel's scheduler parameters (run() copies them in)
 };
 
@@ -279,6 +281,21 @@ struct W4A4Mainloop : Base {
       warpgroup_fence_operand(part);
     };
 
+    // EXPERIMENT: the two consumer warp groups take turns on the tensor cores, group by group: a warp
+    // group issues its group's MMAs on its turn and hands the turn over once they are done, so one
+    // promotes while the other's MMAs run (user barriers 2, 3: "warp group w may issue").
+    const bool order = ex.order;
+    int groups_left = ex.num_groups;
+    auto my_turn = [&]() {
+      if (order) cutlass::arch::NamedBarrier::sync(2 * cutlass::NumThreadsPerWarpGroup, 2 + wg_idx);
+    };
+    auto pass_turn = [&]() {
+      --groups_left;
+      if (order && !(wg_idx == 1 && groups_left == 0))  // warp group 1's last hand-over has no taker
+        cutlass::arch::NamedBarrier::arrive(2 * cutlass::NumThreadsPerWarpGroup, 2 + (wg_idx ^ 1));
+    };
+    if (order && wg_idx == 1) cutlass::arch::NamedBarrier::arrive(2 * cutlass::NumThreadsPerWarpGroup, 2);
+
     ConsumerCursor<MainloopPipeline, PipelineState> cursor(pipeline, smem_pipe_read);
     clear(accum);
     warpgroup_fence_operand(accum);
@@ -302,14 +319,18 @@ struct W4A4Mainloop : Base {
         if (kt + 1 < k_tile_count) stage_scales(kt + 1, buf ^ 1);
         widen(stage, 0, Int<2>{});
         load_scales(sa, buf, 0);
+        my_turn();
         issue(part0, stage, 0, Int<2>{});
         widen(stage, 2, Int<2>{});
         warpgroup_wait<0>();
+        pass_turn();
         promote(part0, sa);
         if (g + 1 < ex.num_groups) {  // a last tile with one group of 64: its second half is zero fill
           load_scales(sa, buf, 1);
+          my_turn();
           issue(part0, stage, 2, Int<2>{});
           warpgroup_wait<0>();
+          pass_turn();
           promote(part0, sa);
         }
         if (kt + 1 < k_tile_count) cursor.release_one();
@@ -326,6 +347,7 @@ struct W4A4Mainloop : Base {
         if (kt + 1 < k_tile_count) stage_scales(kt + 1, buf ^ 1);
         widen(stage, 0, Int<2>{});
         load_scales(sa, buf, 0);
+        my_turn();
         issue(part0, stage, 0, Int<2>{});
         widen(stage, 2, Int<2>{});
         warpgroup_arrive();
@@ -334,6 +356,7 @@ struct W4A4Mainloop : Base {
         warpgroup_commit_batch();
         warpgroup_fence_operand(part0);
         warpgroup_wait<0>();
+        pass_turn();
         promote(part0, sa);
         if (kt + 1 < k_tile_count) cursor.release_one();
         cursor.advance();
@@ -352,27 +375,53 @@ struct W4A4Mainloop : Base {
       const int mA = m0 + get<0>(tCcC(0));          // row g of the warp's m16 block
       const int mB = m0 + get<0>(tCcC(2));          // row g + 8
       const bool okA = mA < ex.M, okB = mB < ex.M;
+      // One round = 32 of the rank: every operand of its two k16 steps is one 16-byte load per row
+      // (thread t's k positions of the first step hold actual k 8t..8t+3, of the second 8t+4..8t+7,
+      // in both operands), all issued before its MMAs, so a rank of r waits for r/32 rounds of L2
+      // latency, not r/16. A rank that is an odd multiple of 16 ends with one k16 step of 8-byte loads.
+      auto w2_row = [&](int m, int k) { return ex.w2 + static_cast<int64_t>(m) * ex.ld_w2 + k; };
+      auto x2_row = [&](int j, int k) {
+        const int nb = n0 + (get<1>(tCcC(4 * j)) & ~7) + g;  // B column g of n8 block j = token nb
+        return nb < ex.N ? ex.x2 + static_cast<int64_t>(nb) * ex.ld_x2 + k : nullptr;
+      };
+      auto mma_acc = [&](int j, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
+        float c[4] = {accum(4 * j), accum(4 * j + 1), accum(4 * j + 2), accum(4 * j + 3)};
+        w4a4_ptx::mma_bf16(c, a0, a1, a2, a3, b0, b1);
+        accum(4 * j) = c[0];
+        accum(4 * j + 1) = c[1];
+        accum(4 * j + 2) = c[2];
+        accum(4 * j + 3) = c[3];
+      };
+      const int rank32 = ex.rank & ~31;
       CUTLASS_PRAGMA_NO_UNROLL
-      for (int k0 = 0; k0 < ex.rank; k0 += 16) {
-        // The same trick as the mma.sync kernel: thread t's k positions 2t,2t+1 / 2t+8,2t+9 hold actual
-        // k 4t..4t+3 in both operands, so one 8-byte load per row and no shuffles.
-        const uint2 wa = okA ? __ldg(reinterpret_cast<const uint2*>(ex.w2 + static_cast<int64_t>(mA) * ex.ld_w2 + k0 + 4 * t))
-                             : make_uint2(0, 0);
-        const uint2 wb = okB ? __ldg(reinterpret_cast<const uint2*>(ex.w2 + static_cast<int64_t>(mB) * ex.ld_w2 + k0 + 4 * t))
-                             : make_uint2(0, 0);
+      for (int k0 = 0; k0 < rank32; k0 += 32) {
+        const uint4 zero = make_uint4(0, 0, 0, 0);
+        const uint4 wa = okA ? __ldg(reinterpret_cast<const uint4*>(w2_row(mA, k0 + 8 * t))) : zero;
+        const uint4 wb = okB ? __ldg(reinterpret_cast<const uint4*>(w2_row(mB, k0 + 8 * t))) : zero;
+        uint4 xb[kBlkN / 8];
         CUTLASS_PRAGMA_UNROLL
         for (int j = 0; j < kBlkN / 8; ++j) {
-          const int nb = n0 + (get<1>(tCcC(4 * j)) & ~7) + g;  // B column g of n8 block j = token nb
-          const uint2 xb = nb < ex.N
-                               ? __ldg(reinterpret_cast<const uint2*>(ex.x2 + static_cast<int64_t>(nb) * ex.ld_x2 + k0 + 4 * t))
-                               : make_uint2(0, 0);
-          float c[4] = {accum(4 * j), accum(4 * j + 1), accum(4 * j + 2), accum(4 * j + 3)};
-          w4a4_ptx::mma_bf16(c, wa.x, wb.x, wa.y, wb.y, xb.x, xb.y);
-          accum(4 * j) = c[0];
-          accum(4 * j + 1) = c[1];
-          accum(4 * j + 2) = c[2];
-          accum(4 * j + 3) = c[3];
+          const uint16_t* p = x2_row(j, k0 + 8 * t);
+          xb[j] = p != nullptr ? __ldg(reinterpret_cast<const uint4*>(p)) : zero;
         }
+        CUTLASS_PRAGMA_UNROLL
+        for (int j = 0; j < kBlkN / 8; ++j) {
+          mma_acc(j, wa.x, wb.x, wa.y, wb.y, xb[j].x, xb[j].y);
+          mma_acc(j, wa.z, wb.z, wa.w, wb.w, xb[j].z, xb[j].w);
+        }
+      }
+      if (rank32 < ex.rank) {  // the last 16: thread t's k positions hold actual k 4t..4t+3
+        const int k0 = rank32;
+        const uint2 wa = okA ? __ldg(reinterpret_cast<const uint2*>(w2_row(mA, k0 + 4 * t))) : make_uint2(0, 0);
+        const uint2 wb = okB ? __ldg(reinterpret_cast<const uint2*>(w2_row(mB, k0 + 4 * t))) : make_uint2(0, 0);
+        uint2 xb[kBlkN / 8];
+        CUTLASS_PRAGMA_UNROLL
+        for (int j = 0; j < kBlkN / 8; ++j) {
+          const uint16_t* p = x2_row(j, k0 + 4 * t);
+          xb[j] = p != nullptr ? __ldg(reinterpret_cast<const uint2*>(p)) : make_uint2(0, 0);
+        }
+        CUTLASS_PRAGMA_UNROLL
+        for (int j = 0; j < kBlkN / 8; ++j) mma_acc(j, wa.x, wb.x, wa.y, wb.y, xb[j].x, xb[j].y);
       }
     }
     warpgroup_fence_operand(accum);
@@ -489,6 +538,10 @@ struct W4A4WgmmaGemm {
     detail::set_cutlass_smem_limit_once<Kernel>(fn, a.device);
     typename Kernel::Params params = Kernel::to_underlying_arguments(args, nullptr);
     params.mainloop.extra.sched = params.scheduler;  // mma() replays the kernel's tile order
+    {  // EXPERIMENT
+      const char* o = std::getenv("QSGEMM_W4A4_ORDER");
+      params.mainloop.extra.order = o != nullptr && o[0] == '1';
+    }
     st = Gemm::run(params, stream);
     detail::check_launch(fn, name);
     if (st != cutlass::Status::kSuccess)
