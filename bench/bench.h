@@ -24,6 +24,7 @@ struct BenchOptions {
   std::string json_path;                       // overrides <out_dir>/<benchmark>.json (one benchmark only)
   std::vector<std::string> layers;             // layer names to run; empty = all of the benchmark's layers
   std::vector<int64_t> ms;                     // token counts M; empty = the grid below (or the sweep's list)
+  std::vector<int> ranks;                      // w4a4: low-rank ranks; empty = 0, 16, 32, 64, 128
   std::string grid = "users";                  // default M list: "users" (powers of two plus the in-between
                                                // values users run) or "powers" (1, 8, 16, 32, ..., 16384)
   // --sweep: a dense M sweep (sweep_token_counts) on a few layers per family, written to

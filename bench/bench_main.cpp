@@ -37,6 +37,7 @@ const char kUsage[] =
     "  --json FILE        write the JSON to FILE instead (one benchmark only)\n"
     "  --layers a,b       only these layers, e.g. l3-8b.o,l3-70b.down (one benchmark only)\n"
     "  --ms 1,16,4096     only these token counts M (default: the --grid list)\n"
+    "  --ranks 0,64       w4a4: only these ranks (multiples of 16 up to 128; default 0,16,32,64,128)\n"
     "  --grid users|powers  the default M list. users (default): the powers of two plus in-between values\n"
     "                     that continuous batching produces: 1,2,3,5,8,12,16,24,32,48,64,96,128,160,192,\n"
     "                     256,288,384,512,640,768,1024,1280,1536,2048,2560,3072,4096,6144,8192,12288,16384\n"
@@ -140,6 +141,13 @@ int bench_main(int argc, char** argv) {
       } else if (arg == "--ms") {
         for (const std::string& m : split_csv(take())) opt.ms.push_back(parse_int(m, "--ms", 1));
         if (opt.ms.empty()) throw std::invalid_argument("--ms needs at least one value");
+      } else if (arg == "--ranks") {
+        for (const std::string& r : split_csv(take())) {
+          const int64_t v = parse_int(r, "--ranks", 0);
+          if (v % 16 != 0 || v > 128) throw std::invalid_argument("--ranks: " + r + " is not a multiple of 16 up to 128");
+          opt.ranks.push_back(static_cast<int>(v));
+        }
+        if (opt.ranks.empty()) throw std::invalid_argument("--ranks needs at least one value");
       } else if (arg == "--grid") {
         opt.grid = take();
         if (opt.grid != "users" && opt.grid != "powers")

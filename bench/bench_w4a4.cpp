@@ -180,7 +180,7 @@ int bench_w4a4(const BenchOptions& options) {
     return 2;
   }
   std::vector<int64_t> ms = options.ms.empty() ? kW4A4Ms : options.ms;
-  std::vector<int> ranks = kRanks;
+  std::vector<int> ranks = options.ranks.empty() ? kRanks : options.ranks;
   if (options.quick) {
     layers.resize(1);
     ms = {16, 2048};

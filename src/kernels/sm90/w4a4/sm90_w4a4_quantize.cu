@@ -35,6 +35,7 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
@@ -496,6 +497,9 @@ void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
         if (e == cudaSuccess)
           e = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    bf16_smem_bytes(kW4A4MaxRank));
+        if (e == cudaSuccess)
+          e = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   4 * stage_bytes(64));
         return e;
       });
       if (attr != cudaSuccess) {
@@ -509,6 +513,7 @@ void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
       const int64_t target = 2 * static_cast<int64_t>(a.sm_count > 0 ? a.sm_count : 132);
       const int64_t rows = (a.rows + kQRows - 1) / kQRows, chunks = (a.cols + kChunk - 1) / kChunk;
       int64_t slices = a.rank > 0 ? 8 : (target + rows - 1) / rows;
+      if (const char* e = std::getenv("QSGEMM_QX_SLICES")) slices = std::atoi(e);  // EXPERIMENT
       slices = slices < chunks ? slices : chunks;
       int parts = 1;
       if (a.rank > 0)
@@ -530,8 +535,12 @@ void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
       cluster[0].val.clusterDim.z = 1;
       cfg.attrs = cluster;
       cfg.numAttrs = a.rank > 0 ? 1 : 0;  // rank 0: independent slices, any number
-      const cudaError_t e = quant_stages(rank_part) == 3
-                                ? cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<3>, a)
+      int stages = quant_stages(rank_part);
+      if (const char* e = std::getenv("QSGEMM_QX_STAGES")) stages = std::atoi(e);  // EXPERIMENT
+      if (stages == 4) cfg.dynamicSmemBytes = static_cast<size_t>(4 * stage_bytes(rank_part) > bf16_smem_bytes(rank_part) ? 4 * stage_bytes(rank_part) : bf16_smem_bytes(rank_part));
+      if (stages == 2) cfg.dynamicSmemBytes = static_cast<size_t>(2 * stage_bytes(rank_part) > kQRows * rank_part * 4 ? 2 * stage_bytes(rank_part) : kQRows * rank_part * 4);
+      const cudaError_t e = stages == 4 ? cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<4>, a)
+                            : stages == 3 ? cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<3>, a)
                                 : cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<2>, a);
       detail::check_cuda(e, "w4a4 quantizer", "cudaLaunchKernelEx(bf16 quantizer)");
       break;

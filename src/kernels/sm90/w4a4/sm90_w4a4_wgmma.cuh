@@ -39,7 +39,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "cute/tensor.hpp"
@@ -87,7 +86,6 @@ struct Extra {
   int64_t ld_w2 = 0;
   int rank = 0;
   int M = 0, N = 0;                      // D, L
-  bool order = false;                    // EXPERIMENT: alternate the warp groups' MMAs
   typename Scheduler::Params sched{};    // the kernel's scheduler parameters (run() copies them in)
 };
 
@@ -281,20 +279,18 @@ struct W4A4Mainloop : Base {
       warpgroup_fence_operand(part);
     };
 
-    // EXPERIMENT: the two consumer warp groups take turns on the tensor cores, group by group: a warp
-    // group issues its group's MMAs on its turn and hands the turn over once they are done, so one
-    // promotes while the other's MMAs run (user barriers 2, 3: "warp group w may issue").
-    const bool order = ex.order;
+    // The two consumer warp groups take turns on the tensor cores, group by group: a warp group
+    // issues a group's MMAs on its turn and hands the turn over once they are done, so one promotes
+    // while the other's MMAs run instead of both promoting at once (tuning/tune_w4a4_order.txt).
+    // User barriers 2 + w: "warp group w may issue".
     int groups_left = ex.num_groups;
-    auto my_turn = [&]() {
-      if (order) cutlass::arch::NamedBarrier::sync(2 * cutlass::NumThreadsPerWarpGroup, 2 + wg_idx);
-    };
+    auto my_turn = [&]() { cutlass::arch::NamedBarrier::sync(2 * cutlass::NumThreadsPerWarpGroup, 2 + wg_idx); };
     auto pass_turn = [&]() {
       --groups_left;
-      if (order && !(wg_idx == 1 && groups_left == 0))  // warp group 1's last hand-over has no taker
+      if (!(wg_idx == 1 && groups_left == 0))  // warp group 1's last hand-over has no taker
         cutlass::arch::NamedBarrier::arrive(2 * cutlass::NumThreadsPerWarpGroup, 2 + (wg_idx ^ 1));
     };
-    if (order && wg_idx == 1) cutlass::arch::NamedBarrier::arrive(2 * cutlass::NumThreadsPerWarpGroup, 2);
+    if (wg_idx == 1) cutlass::arch::NamedBarrier::arrive(2 * cutlass::NumThreadsPerWarpGroup, 2);  // warp group 0 starts
 
     ConsumerCursor<MainloopPipeline, PipelineState> cursor(pipeline, smem_pipe_read);
     clear(accum);
@@ -538,10 +534,6 @@ struct W4A4WgmmaGemm {
     detail::set_cutlass_smem_limit_once<Kernel>(fn, a.device);
     typename Kernel::Params params = Kernel::to_underlying_arguments(args, nullptr);
     params.mainloop.extra.sched = params.scheduler;  // mma() replays the kernel's tile order
-    {  // EXPERIMENT
-      const char* o = std::getenv("QSGEMM_W4A4_ORDER");
-      params.mainloop.extra.order = o != nullptr && o[0] == '1';
-    }
     st = Gemm::run(params, stream);
     detail::check_launch(fn, name);
     if (st != cutlass::Status::kSuccess)
