@@ -255,6 +255,7 @@ void w4a4_pack_weight(const MatrixView& w, int group, const MatrixView& w_packed
     a.s_grp = 1;
     a.bad = bad;
     a.sm_count = dev.sm_count;
+    a.device = dev.device;
     kernels::run_w4a4_quantize(a, stream);
     e = cudaGetLastError();
   }
@@ -336,6 +337,7 @@ void w4a4_quantize_activations(const MatrixView& x, int group, const MatrixView&
   a.s_row = 1;
   a.s_grp = ld_x_scale;
   a.sm_count = dev.sm_count;
+  a.device = dev.device;
   if (r > 0) {
     a.l1 = lora_down.data;
     a.ld_l1 = lora_down.ld;

@@ -138,7 +138,8 @@ struct W4A4QuantArgs {
   int64_t ld_x2 = 0;
   bool x2_f32 = false;
   unsigned long long* bad = nullptr;
-  int sm_count = 0;  // the device's SMs (the bf16 kernel's grid aims at two CTAs per SM)
+  int sm_count = 0;  // the launch device and its SMs (the bf16 kernel sizes its grid to one wave)
+  int device = -1;
 };
 void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream);
 

@@ -35,6 +35,7 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <type_traits>
 
@@ -293,22 +294,32 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
                : "r"(addr));
 }
 
-// Eight consecutive values v of row r from column c (c % 8 == 0): the group amax over the 8 (group
+// Where one thread's row goes: its codes and scales, set up once per kernel (no 64-bit multiply,
+// no division per call); q == nullptr for a row outside the matrix.
+struct QuantRow {
+  uint8_t* q = nullptr;    // the row's codes
+  float* s = nullptr;      // the row's scale of group 0 (group g at s + g * s_grp)
+  int64_t r = 0;           // the row (for the non-finite report)
+};
+
+// Eight consecutive values v of row qr from column c (c % 8 == 0): the group amax over the 8 (group
 // 64) or 16 (group 128) lanes that hold the group (every lane calls this: the shuffles), then the
 // codes, the scale and the non-finite check; rows/columns outside the matrix write nothing.
-__device__ __forceinline__ void quantize8(const W4A4QuantArgs& a, int64_t r, int64_t c, const float (&v)[8], int lane) {
+__device__ __forceinline__ void quantize8(const W4A4QuantArgs& a, const QuantRow& qr, int64_t c, const float (&v)[8],
+                                          int lane) {
   float amax = 0.0f;
 #pragma unroll
   for (int u = 0; u < 8; ++u) amax = fmaxf(amax, fabsf(v[u]));
 #pragma unroll
   for (int off = 1; off <= 4; off <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
-  if (a.group == 128) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 8));
-  if (r >= a.rows || c >= a.cols) return;  // after the shuffles
+  const bool g128 = a.group == 128;
+  if (g128) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 8));
+  if (qr.q == nullptr || c >= a.cols) return;  // after the shuffles
   if (a.bad != nullptr)
 #pragma unroll
     for (int u = 0; u < 8; ++u)
       if (!isfinite(v[u])) {
-        atomicMin(a.bad, static_cast<unsigned long long>(r * a.cols + c + u));
+        atomicMin(a.bad, static_cast<unsigned long long>(qr.r * a.cols + c + u));
         break;
       }
   const float s = amax > 0.0f ? fmaxf(__fdiv_rn(amax, 7.0f), FLT_MIN) : 1.0f;  // int4_scale_from_amax
@@ -336,14 +347,14 @@ __device__ __forceinline__ void quantize8(const W4A4QuantArgs& a, int64_t r, int
           make_float2(__fadd_rn(t[4 * h + 2], -kMagic), __fadd_rn(t[4 * h + 3], -kMagic)), __NV_SATFINITE, __NV_E4M3);
       w[h] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
     }
-    *reinterpret_cast<uint2*>(a.q + r * a.ldq + c) = make_uint2(w[0], w[1]);  // ldq % 16 == 0, c % 8 == 0
+    *reinterpret_cast<uint2*>(qr.q + c) = make_uint2(w[0], w[1]);  // ldq % 16 == 0, c % 8 == 0
   } else {  // two codes per byte, even column in the low nibble
     uint32_t w = 0;
 #pragma unroll
     for (int u = 0; u < 8; ++u) w |= (__float_as_uint(t[u]) & 0xFu) << (4 * u);
-    *reinterpret_cast<uint32_t*>(a.q + r * a.ldq + c / 2) = w;
+    *reinterpret_cast<uint32_t*>(qr.q + (c >> 1)) = w;
   }
-  if (c % a.group == 0) a.scales[r * a.s_row + (c / a.group) * a.s_grp] = s;
+  if ((lane & (g128 ? 15 : 7)) == 0) qr.s[(c >> (g128 ? 7 : 6)) * a.s_grp] = s;  // the group's first lane
 }
 
 template <int kStages>
@@ -399,6 +410,17 @@ __global__ void __launch_bounds__(kThreads, 2) sm90_w4a4_quantize_bf16_kernel(co
   const uint32_t a_off = static_cast<uint32_t>((mt * 16 + (lane & 7) + 8 * ((lane >> 3) & 1)) * kRawRowBytes + 16 * (lane >> 4));
   const uint32_t b_off = static_cast<uint32_t>(kStageXBytes + (lane & 7) * kRawRowBytes + 16 * (lane >> 3));
 
+  QuantRow qrows[4];  // pass p's row (see the quantize loop)
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const int64_t r = r0 + 16 * p + (tid >> 4);
+    qrows[p].r = r;
+    if (quantizes && r < a.rows) {
+      qrows[p].q = a.q + r * a.ldq;
+      qrows[p].s = a.scales + r * a.s_row;
+    }
+  }
+
 #pragma unroll
   for (int st = 0; st < kStages - 1; ++st) {
     if (st < nchunks) load_chunk(st, st);
@@ -422,7 +444,7 @@ __global__ void __launch_bounds__(kThreads, 2) sm90_w4a4_quantize_bf16_kernel(co
                             __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xFFFF0000u),
                             __uint_as_float(u.z << 16), __uint_as_float(u.z & 0xFFFF0000u),
                             __uint_as_float(u.w << 16), __uint_as_float(u.w & 0xFFFF0000u)};
-        quantize8(a, r0 + i, c0 + k, v, lane);
+        quantize8(a, qrows[p], c0 + k, v, lane);
       }
     }
 
@@ -482,6 +504,92 @@ __global__ void __launch_bounds__(kThreads, 2) sm90_w4a4_quantize_bf16_kernel(co
   if (slices > 1) cg::this_cluster().sync();  // the other CTAs' shared memory outlives their readers
 }
 
+
+// How many CTAs of the bf16 kernel fit the device at once: without the down-projection (cap[0], in
+// CTAs) and with it per rank part 16·j and cluster size c (cap[j][c], in clusters). Clusters of 8 do
+// not tile the GPCs as CTAs do, so the grid is sized by the device's own answer, once per device.
+struct QuantOccupancy {
+  int ctas = 0;
+  int clusters[kW4A4MaxRank / 16 + 1][9] = {};
+};
+
+template <int kStages>
+cudaError_t max_clusters(int rank_part, int size, int* n) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(1, static_cast<unsigned>(size), 1);
+  cfg.blockDim = dim3(kThreads, 1, 1);
+  cfg.dynamicSmemBytes = static_cast<size_t>(bf16_smem_bytes(rank_part));
+  cudaLaunchAttribute cluster[1];
+  cluster[0].id = cudaLaunchAttributeClusterDimension;
+  cluster[0].val.clusterDim.x = 1;
+  cluster[0].val.clusterDim.y = static_cast<unsigned>(size);
+  cluster[0].val.clusterDim.z = 1;
+  cfg.attrs = cluster;
+  cfg.numAttrs = 1;
+  return cudaOccupancyMaxActiveClusters(n, sm90_w4a4_quantize_bf16_kernel<kStages>, &cfg);
+}
+
+cudaError_t bf16_setup(int sm_count, QuantOccupancy* o) {
+  cudaError_t e = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<3>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       bf16_smem_bytes(64));
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             bf16_smem_bytes(kW4A4MaxRank));
+  int per_sm = 0;
+  if (e == cudaSuccess)
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sm90_w4a4_quantize_bf16_kernel<3>, kThreads,
+                                                      static_cast<size_t>(bf16_smem_bytes(0)));
+  o->ctas = per_sm * sm_count;
+  for (int j = 1; j <= kW4A4MaxRank / 16 && e == cudaSuccess; ++j)
+    for (int c = 1; c <= 8 && e == cudaSuccess; ++c)
+      e = quant_stages(16 * j) == 3 ? max_clusters<3>(16 * j, c, &o->clusters[j][c])
+                                    : max_clusters<2>(16 * j, c, &o->clusters[j][c]);
+  return e;
+}
+
+// The bf16 kernel's grid: 64-row blocks x slices of the chunks x parts of the rank. A CTA's time is
+// about its chunks, so the pick minimizes waves x chunks per slice (the smallest slice count of the
+// best): without the down-projection independent slices; with it a cluster of slices (at most 8,
+// the portable size), then the rank split into the most parts (dividing r / 16) that add no wave.
+struct QuantGrid {
+  int64_t rows = 0, slices = 1;
+  int parts = 1;
+};
+QuantGrid bf16_grid(const W4A4QuantArgs& a, const QuantOccupancy& o) {
+  QuantGrid g;
+  g.rows = (a.rows + kQRows - 1) / kQRows;
+  const int64_t chunks = (a.cols + kChunk - 1) / kChunk;
+  const int jr = a.rank / 16;
+  auto cap = [&](int64_t s) -> int64_t {  // CTAs (rank 0) or clusters (rank > 0) at once, >= 1
+    const int64_t c = a.rank > 0 ? o.clusters[jr][s] : o.ctas;
+    return c > 0 ? c : 1;
+  };
+  int64_t best = -1;
+  for (int64_t s = 1; s <= chunks && s <= (a.rank > 0 ? 8 : chunks); ++s) {
+    const int64_t per_slice = (chunks + s - 1) / s;
+    if (s > 1 && (chunks + per_slice - 1) / per_slice < s) continue;  // an empty slice: a smaller s does the same
+    const int64_t units = a.rank > 0 ? g.rows : g.rows * s;
+    const int64_t cost = ((units + cap(s) - 1) / cap(s)) * per_slice;
+    if (best < 0 || cost < best) {
+      best = cost;
+      g.slices = s;
+    }
+  }
+  if (a.rank > 0) {
+    const int64_t c = cap(g.slices), waves = (g.rows + c - 1) / c;
+    for (int p = jr; p > 1; --p) {
+      if (jr % p != 0) continue;
+      const int64_t cp = a.rank / p / 16 >= 1 ? o.clusters[jr / p][g.slices] : 0;
+      if (cp > 0 && (g.rows * p + cp - 1) / cp <= waves) {
+        g.parts = p;
+        break;
+      }
+    }
+  }
+  if (const char* e = std::getenv("QSGEMM_QX_SLICES")) g.slices = std::atoi(e);  // EXPERIMENT
+  return g;
+}
+
 }  // namespace
 
 void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
@@ -489,58 +597,37 @@ void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((a.rows + kRows - 1) / kRows));  // the fp16 / fp32 kernel
   switch (a.x_dtype) {
     case DType::kBF16: {
-      // Kernel attributes are per device: the largest ring of each instantiation is allowed once.
+      // Kernel attributes and occupancy are per device: set and read once.
       static detail::PerDeviceOnce once;
-      const cudaError_t attr = once.run(detail::current_device(), [] {
-        cudaError_t e = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<3>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             bf16_smem_bytes(64));
-        if (e == cudaSuccess)
-          e = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   bf16_smem_bytes(kW4A4MaxRank));
-        if (e == cudaSuccess)
-          e = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   4 * stage_bytes(64));
-        return e;
-      });
-      if (attr != cudaSuccess) {
-        detail::check_cuda(attr, "w4a4 quantizer", "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+      static QuantOccupancy occupancy[detail::PerDeviceOnce::kMaxDevices];
+      const int device = a.device >= 0 ? a.device : detail::current_device();
+      QuantOccupancy local;
+      QuantOccupancy& occ = device >= 0 && device < detail::PerDeviceOnce::kMaxDevices ? occupancy[device] : local;
+      const int sms = a.sm_count > 0 ? a.sm_count : 132;
+      const cudaError_t setup = once.run(device, [&] { return bf16_setup(sms, &occ); });
+      if (setup != cudaSuccess) {
+        detail::check_cuda(setup, "w4a4 quantizer", "kernel attributes / occupancy");
         return;
       }
-      // Grid: 64-row blocks x slices of the chunks x parts of the rank. About two CTAs per SM:
-      // without the down-projection, as many independent slices as that takes; with it, a cluster
-      // of up to 8 slices, and the rank split (in parts of a multiple of 16) while there are few
-      // row blocks.
-      const int64_t target = 2 * static_cast<int64_t>(a.sm_count > 0 ? a.sm_count : 132);
-      const int64_t rows = (a.rows + kQRows - 1) / kQRows, chunks = (a.cols + kChunk - 1) / kChunk;
-      int64_t slices = a.rank > 0 ? 8 : (target + rows - 1) / rows;
-      if (const char* e = std::getenv("QSGEMM_QX_SLICES")) slices = std::atoi(e);  // EXPERIMENT
-      slices = slices < chunks ? slices : chunks;
-      int parts = 1;
-      if (a.rank > 0)
-        for (int p = a.rank / 16; p > 1; --p)
-          if ((a.rank / 16) % p == 0 && rows * slices * p <= target) {
-            parts = p;
-            break;
-          }
-      const int rank_part = a.rank / parts;
+      const QuantGrid g = bf16_grid(a, occ);
+      const int rank_part = a.rank / g.parts;
+      if (std::getenv("QSGEMM_QX_DEBUG"))  // EXPERIMENT
+        std::fprintf(stderr, "quant grid rows=%lld slices=%lld parts=%d cap=%d ctas=%d\n", (long long)g.rows,
+                     (long long)g.slices, g.parts, a.rank > 0 ? occ.clusters[a.rank / 16][g.slices] : 0, occ.ctas);
       cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(static_cast<unsigned>(rows), static_cast<unsigned>(slices), static_cast<unsigned>(parts));
+      cfg.gridDim = dim3(static_cast<unsigned>(g.rows), static_cast<unsigned>(g.slices), static_cast<unsigned>(g.parts));
       cfg.blockDim = dim3(kThreads, 1, 1);
       cfg.dynamicSmemBytes = static_cast<size_t>(bf16_smem_bytes(rank_part));
       cfg.stream = stream;
       cudaLaunchAttribute cluster[1];
       cluster[0].id = cudaLaunchAttributeClusterDimension;
       cluster[0].val.clusterDim.x = 1;
-      cluster[0].val.clusterDim.y = static_cast<unsigned>(slices);
+      cluster[0].val.clusterDim.y = static_cast<unsigned>(g.slices);
       cluster[0].val.clusterDim.z = 1;
       cfg.attrs = cluster;
       cfg.numAttrs = a.rank > 0 ? 1 : 0;  // rank 0: independent slices, any number
-      int stages = quant_stages(rank_part);
-      if (const char* e = std::getenv("QSGEMM_QX_STAGES")) stages = std::atoi(e);  // EXPERIMENT
-      if (stages == 4) cfg.dynamicSmemBytes = static_cast<size_t>(4 * stage_bytes(rank_part) > bf16_smem_bytes(rank_part) ? 4 * stage_bytes(rank_part) : bf16_smem_bytes(rank_part));
-      if (stages == 2) cfg.dynamicSmemBytes = static_cast<size_t>(2 * stage_bytes(rank_part) > kQRows * rank_part * 4 ? 2 * stage_bytes(rank_part) : kQRows * rank_part * 4);
-      const cudaError_t e = stages == 4 ? cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<4>, a)
-                            : stages == 3 ? cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<3>, a)
+      const cudaError_t e = quant_stages(rank_part) == 3
+                                ? cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<3>, a)
                                 : cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<2>, a);
       detail::check_cuda(e, "w4a4 quantizer", "cudaLaunchKernelEx(bf16 quantizer)");
       break;
