@@ -513,6 +513,11 @@ struct QuantOccupancy {
   int clusters[kW4A4MaxRank / 16 + 1][9] = {};
 };
 
+// A small grid (decode-size L: few row blocks, the rank split into parts of 16 or 32) leaves most SMs
+// idle and each CTA's few bytes per chunk in flight too few for DRAM's latency: there, one CTA per
+// SM with a ring of kDeepStages chunks.
+constexpr int kDeepStages = 6, kDeepMaxRankPart = 32;
+
 template <int kStages>
 cudaError_t max_clusters(int rank_part, int size, int* n) {
   cudaLaunchConfig_t cfg = {};
@@ -535,6 +540,9 @@ cudaError_t bf16_setup(int sm_count, QuantOccupancy* o) {
   if (e == cudaSuccess)
     e = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              bf16_smem_bytes(kW4A4MaxRank));
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<kDeepStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             kDeepStages * stage_bytes(kDeepMaxRankPart));
   int per_sm = 0;
   if (e == cudaSuccess)
     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sm90_w4a4_quantize_bf16_kernel<3>, kThreads,
@@ -626,7 +634,11 @@ void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
       cluster[0].val.clusterDim.z = 1;
       cfg.attrs = cluster;
       cfg.numAttrs = a.rank > 0 ? 1 : 0;  // rank 0: independent slices, any number
-      const cudaError_t e = quant_stages(rank_part) == 3
+      const bool deep = rank_part <= kDeepMaxRankPart && g.rows * g.slices * g.parts <= sms / 2 &&
+                        std::getenv("QSGEMM_QX_NODEEP") == nullptr;  // EXPERIMENT knob
+      if (deep) cfg.dynamicSmemBytes = static_cast<size_t>(kDeepStages * stage_bytes(rank_part));
+      const cudaError_t e = deep ? cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<kDeepStages>, a)
+                            : quant_stages(rank_part) == 3
                                 ? cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<3>, a)
                                 : cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<2>, a);
       detail::check_cuda(e, "w4a4 quantizer", "cudaLaunchKernelEx(bf16 quantizer)");
