@@ -364,6 +364,11 @@ __global__ void __launch_bounds__(kThreads, 2) sm90_w4a4_quantize_bf16_kernel(co
   const __nv_bfloat16* l1 = static_cast<const __nv_bfloat16*>(a.l1);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kQRows;
+  // Rows of this block inside the matrix. Rows past them are neither loaded nor quantized, and their
+  // m16 tiles not multiplied: an MMA's output row depends on its own input row only, so whatever
+  // the ring holds there reaches only outputs that are not stored (a decode-size call does 1/64 of
+  // the work of a full block).
+  const int valid_rows = a.rows - r0 < kQRows ? static_cast<int>(a.rows - r0) : kQRows;
   // This CTA's ranks [j0, j0 + nr) of the down-projection (gridDim.z parts); part 0 also quantizes.
   const int parts = static_cast<int>(gridDim.z), part = static_cast<int>(blockIdx.z);
   const int nr = a.rank / parts, j0 = part * nr;
@@ -385,8 +390,9 @@ __global__ void __launch_bounds__(kThreads, 2) sm90_w4a4_quantize_bf16_kernel(co
 #pragma unroll
     for (int it = 0; it < kQRows * 16 / kThreads; ++it) {
       const int e = tid + it * kThreads, i = e >> 4, q = e & 15;
+      if (i >= valid_rows) break;  // i grows with it
       const int64_t r = r0 + i, c = c0 + q * 8;
-      const bool ok = r < a.rows && c < a.cols;  // cols % 64 == 0: a piece is wholly in or out
+      const bool ok = c < a.cols;  // cols % 64 == 0: a piece is wholly in or out
       cp_async_16(base + i * kRawRowBytes + q * 16, ok ? static_cast<const void*>(x + r * a.ldx + c) : a.x, ok ? 16 : 0);
     }
     for (int e = tid; e < nr * 16; e += kThreads) {
@@ -439,6 +445,7 @@ __global__ void __launch_bounds__(kThreads, 2) sm90_w4a4_quantize_bf16_kernel(co
 #pragma unroll
       for (int p = 0; p < 4; ++p) {
         const int i = 16 * p + (tid >> 4), k = 8 * (tid & 15);
+        if (16 * p + 2 * warp >= valid_rows) break;  // the warp's two rows (and all later passes') are past the matrix
         const uint4 u = *reinterpret_cast<const uint4*>(xs + i * kRawRowBytes + 2 * k);
         const float v[8] = {__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xFFFF0000u),
                             __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xFFFF0000u),
@@ -448,7 +455,7 @@ __global__ void __launch_bounds__(kThreads, 2) sm90_w4a4_quantize_bf16_kernel(co
       }
     }
 
-    if (nr > 0) {  // X2 += X_chunk · L1_chunkᵀ (bf16 m16n8k16, float32 accumulators)
+    if (nr > 0 && mt * 16 < valid_rows) {  // X2 += X_chunk · L1_chunkᵀ (bf16 m16n8k16, float32 accumulators)
       const uint32_t sbase = smem0 + static_cast<uint32_t>(st * sbytes);
 #pragma unroll
       for (int kp = 0; kp < kChunk / 32; ++kp) {
@@ -505,18 +512,16 @@ __global__ void __launch_bounds__(kThreads, 2) sm90_w4a4_quantize_bf16_kernel(co
 }
 
 
-// How many CTAs of the bf16 kernel fit the device at once: without the down-projection (cap[0], in
-// CTAs) and with it per rank part 16·j and cluster size c (cap[j][c], in clusters). Clusters of 8 do
-// not tile the GPCs as CTAs do, so the grid is sized by the device's own answer, once per device.
+// How many CTAs of the bf16 kernel fit the device at once: without the down-projection (ctas) and
+// with it per rank part 16·j and cluster size c (clusters[j][c], 0 where c is not allowed). Clusters
+// do not tile the GPCs as single CTAs do, so the grid is sized by the device's own answer, read
+// once per device. Clusters of up to 16 where the device allows that non-portable size (Hopper
+// does): at decode sizes the slices of a row are all the parallelism there is.
+constexpr int kMaxCluster = 16;
 struct QuantOccupancy {
   int ctas = 0;
-  int clusters[kW4A4MaxRank / 16 + 1][9] = {};
+  int clusters[kW4A4MaxRank / 16 + 1][kMaxCluster + 1] = {};
 };
-
-// A small grid (decode-size L: few row blocks, the rank split into parts of 16 or 32) leaves most SMs
-// idle and each CTA's few bytes per chunk in flight too few for DRAM's latency: there, one CTA per
-// SM with a ring of kDeepStages chunks.
-constexpr int kDeepStages = 6, kDeepMaxRankPart = 32;
 
 template <int kStages>
 cudaError_t max_clusters(int rank_part, int size, int* n) {
@@ -540,25 +545,39 @@ cudaError_t bf16_setup(int sm_count, QuantOccupancy* o) {
   if (e == cudaSuccess)
     e = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              bf16_smem_bytes(kW4A4MaxRank));
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<kDeepStages>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             kDeepStages * stage_bytes(kDeepMaxRankPart));
+  int max_cluster = 8;
+  if (e == cudaSuccess) {
+    const cudaError_t np3 = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<3>,
+                                                 cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    const cudaError_t np2 = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<2>,
+                                                 cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    if (np3 == cudaSuccess && np2 == cudaSuccess)
+      max_cluster = kMaxCluster;
+    else
+      (void)cudaGetLastError();  // not this device: portable sizes only
+  }
   int per_sm = 0;
   if (e == cudaSuccess)
     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sm90_w4a4_quantize_bf16_kernel<3>, kThreads,
                                                       static_cast<size_t>(bf16_smem_bytes(0)));
   o->ctas = per_sm * sm_count;
   for (int j = 1; j <= kW4A4MaxRank / 16 && e == cudaSuccess; ++j)
-    for (int c = 1; c <= 8 && e == cudaSuccess; ++c)
-      e = quant_stages(16 * j) == 3 ? max_clusters<3>(16 * j, c, &o->clusters[j][c])
-                                    : max_clusters<2>(16 * j, c, &o->clusters[j][c]);
+    for (int c = 1; c <= max_cluster && e == cudaSuccess; ++c) {
+      const cudaError_t q = quant_stages(16 * j) == 3 ? max_clusters<3>(16 * j, c, &o->clusters[j][c])
+                                                      : max_clusters<2>(16 * j, c, &o->clusters[j][c]);
+      if (q != cudaSuccess) {  // a size above 8 the device refuses: not used
+        if (c <= 8) e = q;
+        o->clusters[j][c] = 0;
+        (void)cudaGetLastError();
+      }
+    }
   return e;
 }
 
 // The bf16 kernel's grid: 64-row blocks x slices of the chunks x parts of the rank. A CTA's time is
 // about its chunks, so the pick minimizes waves x chunks per slice (the smallest slice count of the
-// best): without the down-projection independent slices; with it a cluster of slices (at most 8,
-// the portable size), then the rank split into the most parts (dividing r / 16) that add no wave.
+// best): without the down-projection independent slices; with it a cluster of slices (sizes the
+// device allows), then the rank split into the most parts (dividing r / 16) that add no wave.
 struct QuantGrid {
   int64_t rows = 0, slices = 1;
   int parts = 1;
@@ -568,23 +587,24 @@ QuantGrid bf16_grid(const W4A4QuantArgs& a, const QuantOccupancy& o) {
   g.rows = (a.rows + kQRows - 1) / kQRows;
   const int64_t chunks = (a.cols + kChunk - 1) / kChunk;
   const int jr = a.rank / 16;
-  auto cap = [&](int64_t s) -> int64_t {  // CTAs (rank 0) or clusters (rank > 0) at once, >= 1
-    const int64_t c = a.rank > 0 ? o.clusters[jr][s] : o.ctas;
-    return c > 0 ? c : 1;
+  auto cap = [&](int64_t s) -> int64_t {  // CTAs (rank 0) or clusters (rank > 0) at once; 0: not allowed
+    return a.rank > 0 ? o.clusters[jr][s] : (o.ctas > 0 ? o.ctas : 1);
   };
   int64_t best = -1;
-  for (int64_t s = 1; s <= chunks && s <= (a.rank > 0 ? 8 : chunks); ++s) {
+  for (int64_t s = 1; s <= chunks && s <= (a.rank > 0 ? kMaxCluster : chunks); ++s) {
+    if (cap(s) <= 0 && s > 1) continue;
     const int64_t per_slice = (chunks + s - 1) / s;
     if (s > 1 && (chunks + per_slice - 1) / per_slice < s) continue;  // an empty slice: a smaller s does the same
     const int64_t units = a.rank > 0 ? g.rows : g.rows * s;
-    const int64_t cost = ((units + cap(s) - 1) / cap(s)) * per_slice;
+    const int64_t cs = cap(s) > 0 ? cap(s) : 1;
+    const int64_t cost = ((units + cs - 1) / cs) * per_slice;
     if (best < 0 || cost < best) {
       best = cost;
       g.slices = s;
     }
   }
   if (a.rank > 0) {
-    const int64_t c = cap(g.slices), waves = (g.rows + c - 1) / c;
+    const int64_t c = cap(g.slices) > 0 ? cap(g.slices) : 1, waves = (g.rows + c - 1) / c;
     for (int p = jr; p > 1; --p) {
       if (jr % p != 0) continue;
       const int64_t cp = a.rank / p / 16 >= 1 ? o.clusters[jr / p][g.slices] : 0;
@@ -634,11 +654,7 @@ void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
       cluster[0].val.clusterDim.z = 1;
       cfg.attrs = cluster;
       cfg.numAttrs = a.rank > 0 ? 1 : 0;  // rank 0: independent slices, any number
-      const bool deep = rank_part <= kDeepMaxRankPart && g.rows * g.slices * g.parts <= sms / 2 &&
-                        std::getenv("QSGEMM_QX_NODEEP") == nullptr;  // EXPERIMENT knob
-      if (deep) cfg.dynamicSmemBytes = static_cast<size_t>(kDeepStages * stage_bytes(rank_part));
-      const cudaError_t e = deep ? cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<kDeepStages>, a)
-                            : quant_stages(rank_part) == 3
+      const cudaError_t e = quant_stages(rank_part) == 3
                                 ? cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<3>, a)
                                 : cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<2>, a);
       detail::check_cuda(e, "w4a4 quantizer", "cudaLaunchKernelEx(bf16 quantizer)");
