@@ -14,15 +14,10 @@
 //    w + 8) into float32 accumulators; for fp16 / fp32 X (values bf16 cannot hold), each thread
 //    accumulates up to 8 outputs (row i, rank j) over the chunk with scalar float32 FMAs in
 //    ascending k.
-// bf16 X (the common case) runs a second kernel with the same arithmetic: the chunks of X and L1
-// arrive through a 4-deep cp.async ring in dynamic shared memory (raw bf16), so several chunks'
-// memory latency overlap instead of one per chunk (sm90_w4a4_quantize_bf16_pipelined_kernel). Its
-// columns are also split into slices along gridDim.y: one CTA per 16 rows walked all of K alone, so
-// the time hardly depended on L (52 us at L = 16 and at L = 2048, D1 = 4096, rank 0: a chain of
-// chunk latencies, not bandwidth). Each CTA quantizes its own slice of the chunks. With the
-// down-projection the slices are a thread-block cluster of up to 8 CTAs and the X2 partial sums meet
-// in distributed shared memory, where rank 0 adds them in slice order (deterministic; no workspace,
-// no atomics); without it the slices are independent and as many as ~1024 CTAs need.
+// bf16 X (the common case) runs a second kernel, sm90_w4a4_quantize_bf16_kernel (described above
+// it), with the same results: 64 rows per CTA, chunks through a cp.async ring, a row's chunks split
+// over slices (a cluster whose partial X2 tiles meet in distributed shared memory, added in slice
+// order: deterministic, no workspace, no atomics), the grid sized from the device's occupancy.
 // Non-finite inputs are reported through *bad (the packer) as the smallest row-major index.
 // Output modes (W4A4QuantArgs::q_e4m3): packed INT4 (two codes per byte), or the e4m3 staging the
 // wgmma GEMM reads (one code per byte, the same codes as e4m3 values, exact: e4m3 holds -8..7): a
@@ -35,8 +30,6 @@
 
 #include <cfloat>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <type_traits>
 
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
@@ -270,11 +263,13 @@ __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_kernel(const W4A4
 //    nibble of the sum's bits is the two's-complement code);
 //  * X2: warp w owns m16 tile w % 4 and every other n8 rank tile from w / 4; A and B fragments by
 //    ldmatrix.x4;
-//  * a row's chunks are split over slices (gridDim.y): with the down-projection a cluster of up to 8
+//  * a row's chunks are split over slices (gridDim.y): with the down-projection a cluster of up to 16
 //    CTAs whose partial X2 tiles meet in distributed shared memory, CTA c adding rows c, c + S, ... in
 //    slice order (deterministic; no workspace, no atomics); at small L the rank is split over
 //    gridDim.z too (each z the X2 of r/Z ranks; z = 0 also quantizes), so a decode-size call streams
-//    L1 from many SMs; without the down-projection, independent slices, about two CTAs per SM.
+//    L1 from many SMs; without the down-projection, independent slices. bf16_grid picks the shape
+//    from the device's occupancy (one wave where it can);
+//  * rows past L are not loaded, quantized or multiplied (a decode-size block has one valid row).
 constexpr int kQRows = 64;
 constexpr int kRawRowBytes = (kChunk + 8) * 2;   // 272: 16-byte aligned, 8 rows hit 8 different 16-byte bank groups
 constexpr int kStageXBytes = kQRows * kRawRowBytes;  // 17408
@@ -614,7 +609,6 @@ QuantGrid bf16_grid(const W4A4QuantArgs& a, const QuantOccupancy& o) {
       }
     }
   }
-  if (const char* e = std::getenv("QSGEMM_QX_SLICES")) g.slices = std::atoi(e);  // EXPERIMENT
   return g;
 }
 
@@ -639,9 +633,6 @@ void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
       }
       const QuantGrid g = bf16_grid(a, occ);
       const int rank_part = a.rank / g.parts;
-      if (std::getenv("QSGEMM_QX_DEBUG"))  // EXPERIMENT
-        std::fprintf(stderr, "quant grid rows=%lld slices=%lld parts=%d cap=%d ctas=%d\n", (long long)g.rows,
-                     (long long)g.slices, g.parts, a.rank > 0 ? occ.clusters[a.rank / 16][g.slices] : 0, occ.ctas);
       cudaLaunchConfig_t cfg = {};
       cfg.gridDim = dim3(static_cast<unsigned>(g.rows), static_cast<unsigned>(g.slices), static_cast<unsigned>(g.parts));
       cfg.blockDim = dim3(kThreads, 1, 1);
