@@ -464,6 +464,22 @@ QuantizerDiff diff_quantizer(const Input& in, int64_t L, int64_t D1, int group, 
   return d;
 }
 
+// Runs the bf16 quantizer without the down-projection on `in` (codes into poisoned rows of ldq bytes,
+// scales M-major with ld_s) and compares it with the CPU reference.
+QuantizerDiff quantize_bf16_and_diff(const Input& in, int64_t L, int64_t D1, int group, int64_t ldq, int64_t ld_s) {
+  DeviceBuffer<uint8_t> d_x(in.raw.size()), d_q(static_cast<size_t>(L * ldq));
+  DeviceBuffer<float> d_s(static_cast<size_t>(D1 / group * ld_s));
+  d_x.upload(in.raw);
+  d_q.poison(0xAB);
+  d_s.poison();
+  EXPECT_NO_THROW(w4a4_quantize_activations(MatrixView(d_x.get(), DType::kBF16, L, D1), group,
+                                            MatrixView(d_q.get(), DType::kI4x2, L, D1 / 2, ldq), d_s.get(), ld_s,
+                                            nullptr));
+  const cudaError_t e = cudaDeviceSynchronize();
+  EXPECT_EQ(e, cudaSuccess) << cudaGetErrorString(e);
+  return diff_quantizer(in, L, D1, group, d_q.download(), ldq, d_s.download(), ld_s);
+}
+
 // The activation quantizer: codes bit-identical (row by row), scales M-major and bit-identical, X2
 // within float32 accumulation rounding: |x2 - ref| <= D1·2^-24·Σ|x·l1| (+ the bf16 rounding of a
 // bf16 x2), for every input dtype, both groups, ranks 0..128, fp32 and bf16 x2, and the entry point
@@ -541,17 +557,7 @@ TEST_F(W4A4Gpu, QuantizerManySlicesBitIdentical) {
       const int64_t D1 = group == 64 ? 4160 : 4224;  // 32.5 and 33 chunks of 128
       SCOPED_TRACE("L=" + std::to_string(L) + " group " + std::to_string(group));
       Input in = make_input(L, D1, D1, DType::kBF16, rng, group);
-      const int64_t ng = D1 / group, ld_s = L + 3, ldq = D1 / 2 + 16;
-      DeviceBuffer<uint8_t> d_x(in.raw.size()), d_q(static_cast<size_t>(L * ldq));
-      DeviceBuffer<float> d_s(static_cast<size_t>(ng * ld_s));
-      d_x.upload(in.raw);
-      d_q.poison(0xAB);
-      d_s.poison();
-      ASSERT_NO_THROW(w4a4_quantize_activations(MatrixView(d_x.get(), DType::kBF16, L, D1), group,
-                                                MatrixView(d_q.get(), DType::kI4x2, L, D1 / 2, ldq), d_s.get(), ld_s,
-                                                nullptr));
-      QSGEMM_CUDA_OK(cudaDeviceSynchronize());
-      const QuantizerDiff d = diff_quantizer(in, L, D1, group, d_q.download(), ldq, d_s.download(), ld_s);
+      const QuantizerDiff d = quantize_bf16_and_diff(in, L, D1, group, D1 / 2 + 16, L + 3);
       EXPECT_EQ(d.codes, 0) << "code bytes differ";
       EXPECT_EQ(d.scales, 0) << "scales differ";
       EXPECT_EQ(d.padding, 0) << "padding bytes written";
@@ -591,17 +597,7 @@ TEST_F(W4A4Gpu, QuantizerDivisionExactNearTies) {
       const uint16_t h = bf16_encode(in.f[i]);
       std::memcpy(in.raw.data() + 2 * i, &h, 2);
     }
-    const int64_t ld_s = L, ldq = D1 / 2;
-    DeviceBuffer<uint8_t> d_x(in.raw.size()), d_q(static_cast<size_t>(L * ldq));
-    DeviceBuffer<float> d_s(static_cast<size_t>(ng * ld_s));
-    d_x.upload(in.raw);
-    d_q.poison(0xAB);
-    d_s.poison();
-    ASSERT_NO_THROW(w4a4_quantize_activations(MatrixView(d_x.get(), DType::kBF16, L, D1), group,
-                                              MatrixView(d_q.get(), DType::kI4x2, L, D1 / 2, ldq), d_s.get(), ld_s,
-                                              nullptr));
-    QSGEMM_CUDA_OK(cudaDeviceSynchronize());
-    const QuantizerDiff d = diff_quantizer(in, L, D1, group, d_q.download(), ldq, d_s.download(), ld_s);
+    const QuantizerDiff d = quantize_bf16_and_diff(in, L, D1, group, D1 / 2, L);
     EXPECT_EQ(d.codes, 0) << "code bytes differ";
     EXPECT_EQ(d.scales, 0) << "scales differ";
   }

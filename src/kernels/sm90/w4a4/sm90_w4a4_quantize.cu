@@ -518,20 +518,32 @@ struct QuantOccupancy {
   int clusters[kW4A4MaxRank / 16 + 1][kMaxCluster + 1] = {};
 };
 
+// A launch of the bf16 kernel: grid (row blocks, slices, rank parts), the ring of one rank part, and
+// with the down-projection a cluster along the slices. The launch and the occupancy query both
+// build it here, so they describe the same thing.
+struct Bf16Launch {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute cluster[1] = {};
+  Bf16Launch(dim3 grid, int rank_part, bool clustered, cudaStream_t stream) {
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(kThreads, 1, 1);
+    cfg.dynamicSmemBytes = static_cast<size_t>(bf16_smem_bytes(rank_part));
+    cfg.stream = stream;
+    cluster[0].id = cudaLaunchAttributeClusterDimension;
+    cluster[0].val.clusterDim.x = 1;
+    cluster[0].val.clusterDim.y = grid.y;
+    cluster[0].val.clusterDim.z = 1;
+    cfg.attrs = cluster;
+    cfg.numAttrs = clustered ? 1 : 0;
+  }
+  Bf16Launch(const Bf16Launch&) = delete;  // cfg.attrs points into this object
+  Bf16Launch& operator=(const Bf16Launch&) = delete;
+};
+
 template <int kStages>
 cudaError_t max_clusters(int rank_part, int size, int* n) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(1, static_cast<unsigned>(size), 1);
-  cfg.blockDim = dim3(kThreads, 1, 1);
-  cfg.dynamicSmemBytes = static_cast<size_t>(bf16_smem_bytes(rank_part));
-  cudaLaunchAttribute cluster[1];
-  cluster[0].id = cudaLaunchAttributeClusterDimension;
-  cluster[0].val.clusterDim.x = 1;
-  cluster[0].val.clusterDim.y = static_cast<unsigned>(size);
-  cluster[0].val.clusterDim.z = 1;
-  cfg.attrs = cluster;
-  cfg.numAttrs = 1;
-  return cudaOccupancyMaxActiveClusters(n, sm90_w4a4_quantize_bf16_kernel<kStages>, &cfg);
+  const Bf16Launch l(dim3(1, static_cast<unsigned>(size), 1), rank_part, true, nullptr);
+  return cudaOccupancyMaxActiveClusters(n, sm90_w4a4_quantize_bf16_kernel<kStages>, &l.cfg);
 }
 
 cudaError_t bf16_setup(int sm_count, QuantOccupancy* o) {
@@ -602,7 +614,7 @@ QuantGrid bf16_grid(const W4A4QuantArgs& a, const QuantOccupancy& o) {
     const int64_t c = cap(g.slices) > 0 ? cap(g.slices) : 1, waves = (g.rows + c - 1) / c;
     for (int p = jr; p > 1; --p) {
       if (jr % p != 0) continue;
-      const int64_t cp = a.rank / p / 16 >= 1 ? o.clusters[jr / p][g.slices] : 0;
+      const int64_t cp = o.clusters[jr / p][g.slices];  // clusters of rank part 16 * jr / p
       if (cp > 0 && (g.rows * p + cp - 1) / cp <= waves) {
         g.parts = p;
         break;
@@ -633,21 +645,11 @@ void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
       }
       const QuantGrid g = bf16_grid(a, occ);
       const int rank_part = a.rank / g.parts;
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(static_cast<unsigned>(g.rows), static_cast<unsigned>(g.slices), static_cast<unsigned>(g.parts));
-      cfg.blockDim = dim3(kThreads, 1, 1);
-      cfg.dynamicSmemBytes = static_cast<size_t>(bf16_smem_bytes(rank_part));
-      cfg.stream = stream;
-      cudaLaunchAttribute cluster[1];
-      cluster[0].id = cudaLaunchAttributeClusterDimension;
-      cluster[0].val.clusterDim.x = 1;
-      cluster[0].val.clusterDim.y = static_cast<unsigned>(g.slices);
-      cluster[0].val.clusterDim.z = 1;
-      cfg.attrs = cluster;
-      cfg.numAttrs = a.rank > 0 ? 1 : 0;  // rank 0: independent slices, any number
+      const Bf16Launch l(dim3(static_cast<unsigned>(g.rows), static_cast<unsigned>(g.slices), static_cast<unsigned>(g.parts)),
+                         rank_part, a.rank > 0, stream);  // rank 0: independent slices, any number
       const cudaError_t e = quant_stages(rank_part) == 3
-                                ? cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<3>, a)
-                                : cudaLaunchKernelEx(&cfg, sm90_w4a4_quantize_bf16_kernel<2>, a);
+                                ? cudaLaunchKernelEx(&l.cfg, sm90_w4a4_quantize_bf16_kernel<3>, a)
+                                : cudaLaunchKernelEx(&l.cfg, sm90_w4a4_quantize_bf16_kernel<2>, a);
       detail::check_cuda(e, "w4a4 quantizer", "cudaLaunchKernelEx(bf16 quantizer)");
       break;
     }
