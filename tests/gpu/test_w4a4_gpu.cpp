@@ -339,6 +339,26 @@ TEST_F(W4A4Gpu, WgmmaManyTilesPerCta) {
   }
 }
 
+// The wgmma kernel's low-rank operands are copied into shared memory during the first K tile and
+// published at the second: one K tile (D1 = 64, 128) takes the other path. Every multiple of 16 up
+// to 128 (the K-steps are predicated), exact on small integers and against the reference, with
+// several tiles per CTA (the buffer is reused tile after tile).
+TEST_F(W4A4Gpu, WgmmaLowRankEveryKStepAndOneKTile) {
+  std::mt19937 rng(2610);
+  const int wg = w4a4_config_index("128x128x128_wgmma_coop");
+  for (int64_t D1 : {64, 128, 256})
+    for (int rank = 16; rank <= kW4A4MaxRank; rank += 16) {
+      const int group = D1 == 64 || rank % 32 == 0 ? 64 : 128;
+      const bool many_tiles = rank == 48 || rank == 128;  // 12 x 21 tiles against 132 SMs
+      Problem p{many_tiles ? 1500 : 300, many_tiles ? 2600 : 264, D1, group, rank, DType::kF32};
+      p.config = wg;
+      p.small_integers = rank % 32 == 16;
+      p.pad = rank == 112 ? 2 : 0;
+      run_problem(p, rng);
+      if (HasFailure()) return;
+    }
+}
+
 // ---- packer and quantizer ------------------------------------------------------------------------
 // Host float copy of an input matrix in dtype t (values rounded to t), and its device bytes.
 struct Input {

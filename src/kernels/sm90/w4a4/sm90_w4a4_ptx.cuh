@@ -1,5 +1,5 @@
 // The PTX wrappers and small device helpers the W4A4 kernels share (the mma.sync GEMM, the decode
-// GEMM, the wgmma GEMM's low-rank step, the quantizer): one definition each.
+// GEMM, the wgmma GEMM's scale copies, the quantizer): one definition each.
 #pragma once
 
 #include <cuda_bf16.h>

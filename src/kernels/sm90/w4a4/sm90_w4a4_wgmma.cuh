@@ -30,10 +30,11 @@
 //    last row / column (finite, never stored).
 //  * The tile's coordinates: mma() is not told which tile it computes, so it replays the kernel's
 //    persistent tile scheduler (the same Params, copied in by run(); k-th call = k-th work tile).
-//  * Low rank: after the K loop, r/16 bf16 mma.sync m16n8k16 steps per n8 block add X2·W2ᵀ into the
-//    same float accumulators (the wgmma C layout CLayout_64xN is m16n8 C fragments, static_assert), X2
-//    and W2 read from global memory (L2-resident). r = 0 skips it. Then CUTLASS's epilogue (+ bias as a
-//    column broadcast, convert, TMA store clipped to [D, L]).
+//  * Low rank: the tile's X2 [128 tokens][r] and W2 [128 rows][r] are copied into shared memory
+//    (cp.async, GMMA's 128-byte swizzle) with the first K tile's scales; after the K loop r/16 bf16 wgmma
+//    K-steps (m64n128k16, both operands from shared memory) add X2·W2ᵀ into the same float
+//    accumulators, at the tensor-core rate and with no load latency left. r = 0 skips it. Then
+//    CUTLASS's epilogue (+ bias as a column broadcast, convert, TMA store clipped to [D, L]).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -55,6 +56,7 @@
 #include "kernels/sm90/common/cutlass_smem.cuh"
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
 #include "kernels/sm90/w4a4/sm90_w4a4_ptx.cuh"
+#include "qsgemm/w4a4.h"
 #include "validate.h"
 
 namespace qsgemm::kernels::sm90_w4a4_wgmma {
@@ -72,6 +74,19 @@ struct ScaleBuffers {
   alignas(16) float sw[kScaleWarpGroups][kScaleBuffers][2][kScaleRows];    // [wg][buffer][group in tile][row]
 };
 inline constexpr int kScaleSmemBytes = static_cast<int>(sizeof(ScaleBuffers));
+
+// The low-rank operands of one work tile (128 weight rows, 128 tokens, up to kW4A4MaxRank), in the
+// K-major 128-byte-swizzled layout wgmma reads (LowRankLayout). One buffer: the epilogue's barriers
+// over both consumer warp groups separate a tile's reads from the next tile's copies.
+inline constexpr int kLowRankRows = 128;
+using LowRankLayout = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<cutlass::bfloat16_t>{},
+                                                   cute::Shape<cute::Int<kLowRankRows>, cute::Int<kW4A4MaxRank>>{}));
+struct LowRankBuffers {
+  alignas(1024) cutlass::bfloat16_t w2[kLowRankRows * kW4A4MaxRank];  // [D rows of the tile][r]
+  alignas(1024) cutlass::bfloat16_t x2[kLowRankRows * kW4A4MaxRank];  // [tokens of the tile][r]
+};
+// + 1024: the buffers' alignment may pad the TensorStorage they are appended to.
+inline constexpr int kLowRankSmemBytes = static_cast<int>(sizeof(LowRankBuffers)) + 1024;
 
 // What mma() reads besides A and B (GEMM coordinates: M = D, N = L).
 struct Extra {
@@ -97,6 +112,7 @@ struct W4A4Mainloop : Base {
   using typename Base::SmemLayoutB;
   struct TensorStorage : Base::TensorStorage {  // the kernel's SharedStorage takes this type
     ScaleBuffers scales;
+    LowRankBuffers lowrank;
   };
   using typename Base::TileShape;
   using TiledMma = typename Base::TiledMma;  // e4m3 x e4m3 -> f32, A from registers
@@ -223,6 +239,37 @@ struct W4A4Mainloop : Base {
       w4a4_ptx::cp_async_wait<0>();
       cutlass::arch::NamedBarrier::sync(cutlass::NumThreadsPerWarpGroup, wg_idx);
     };
+    // ---- the low-rank operands, copied into shared memory with the first K tile's scales ----------
+    // Warp group w copies W2's rows of its 64 output channels and X2's rows of tokens 64w..64w+63 of
+    // the tile (16-byte cp.async: thread = (row % 8, 16-byte chunk)); rows >= D and tokens >= L copy
+    // the last one (finite, never stored). Published before the K loop: to the own warp group by the
+    // first tile's scale barrier, to the other by the user barrier 4 + w, arrived at there and waited
+    // on before the low-rank MMAs, long after (so no warp group waits on the other there). Nothing of
+    // it is inside the K loop, whose code is the rank-0 kernel's.
+    Tensor sW2 = make_tensor(make_smem_ptr(shared_tensors.lowrank.w2), LowRankLayout{});
+    Tensor sX2 = make_tensor(make_smem_ptr(shared_tensors.lowrank.x2), LowRankLayout{});
+    static_assert(kBlkM == kLowRankRows && kBlkN == kLowRankRows, "the low-rank buffers hold one 128x128 tile");
+    auto stage_lowrank = [&]() {
+      const int chunk = wg_tid % 16, row8 = wg_tid / 16;  // 16 chunks of 8 ranks = kW4A4MaxRank
+      static_assert(kW4A4MaxRank == 16 * 8, "one thread per 16-byte chunk of a 128-rank row");
+      if (chunk < ex.rank / 8) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int q = 0; q < kRowsPerWg / 8; ++q) {
+          const int r = wg_idx * kRowsPerWg + 8 * q + row8;  // row of the tile
+          const int m = min(m0 + r, ex.M - 1), n = min(n0 + r, ex.N - 1);
+          w4a4_ptx::cp_async_16(w4a4_ptx::smem_u32(&sW2(r, 8 * chunk)), ex.w2 + static_cast<int64_t>(m) * ex.ld_w2 + 8 * chunk, 16);
+          w4a4_ptx::cp_async_16(w4a4_ptx::smem_u32(&sX2(r, 8 * chunk)), ex.x2 + static_cast<int64_t>(n) * ex.ld_x2 + 8 * chunk, 16);
+        }
+      }
+      w4a4_ptx::cp_async_commit();
+    };
+    // This thread's copies have landed and are visible to wgmma (the async proxy); tells the other warp
+    // group. The caller's next warp-group barrier publishes them to its own.
+    auto publish_lowrank = [&]() {
+      w4a4_ptx::cp_async_wait<0>();
+      cutlass::arch::fence_view_async_shared();
+      cutlass::arch::NamedBarrier::arrive(2 * cutlass::NumThreadsPerWarpGroup, 4 + wg_idx);
+    };
     const int t4 = c0 >> 1;                  // 0..3
     const int rw = r0 - wg_idx * kRowsPerWg;  // the thread's first row within the warp group's 64
 
@@ -298,7 +345,9 @@ struct W4A4Mainloop : Base {
     Scales sa;
     // The previous work tile's last reads of the scale buffers are done before this tile's copies.
     cutlass::arch::NamedBarrier::sync(cutlass::NumThreadsPerWarpGroup, wg_idx);
+    if (ex.rank > 0) stage_lowrank();
     stage_scales(0, 0);
+    if (ex.rank > 0) publish_lowrank();  // in flight with the first scales: waiting for both costs one latency
 
     if (ex.group == 64) {
       // Two groups per K tile, each into P with its scales read before its MMAs; the other warp
@@ -359,66 +408,30 @@ struct W4A4Mainloop : Base {
       }
     }
 
-    // ---- the low-rank term: bf16 mma.sync m16n8k16 into the same accumulators ----------------------
-    // CLayout_64xN (asserted above): thread lane of warp w holds, for n8 block j, elements 4j + e with
-    // e = (column + 1) + 2·(row + 8) at rows 16w + lane/4 (+8) and columns 8j + 2·(lane%4) (+1): the
-    // m16n8 C fragment of mma.sync. The coordinates themselves come from tCcC.
+    // ---- the low-rank term: bf16 wgmma K-steps into the same accumulators ---------------------------
+    // The same warp-group tiling as the main MMA (two 64-row atoms along D), so its C fragment is the
+    // accumulators' (static_assert). Issued without a turn: they run while the other warp group's last
+    // group runs or is promoted.
     if (ex.rank > 0) {
-      static_assert(decltype(size<1>(accum))::value == 1 && decltype(size<2>(accum))::value == 1,
-                    "one wgmma atom per warp group and tile (MMA_M = MMA_N = 1)");
-      const int t = (thread_idx % 32) % 4;
-      const int g = get<0>(tCcC(0)) % 8;           // lane/4: the fragment's row group
-      const int mA = m0 + get<0>(tCcC(0));          // row g of the warp's m16 block
-      const int mB = m0 + get<0>(tCcC(2));          // row g + 8
-      const bool okA = mA < ex.M, okB = mB < ex.M;
-      // One round = 32 of the rank: every operand of its two k16 steps is one 16-byte load per row
-      // (thread t's k positions of the first step hold actual k 8t..8t+3, of the second 8t+4..8t+7,
-      // in both operands), all issued before its MMAs, so a rank of r waits for r/32 rounds of L2
-      // latency, not r/16. A rank that is an odd multiple of 16 ends with one k16 step of 8-byte loads.
-      auto w2_row = [&](int m, int k) { return ex.w2 + static_cast<int64_t>(m) * ex.ld_w2 + k; };
-      auto x2_row = [&](int j, int k) {
-        const int nb = n0 + (get<1>(tCcC(4 * j)) & ~7) + g;  // B column g of n8 block j = token nb
-        return nb < ex.N ? ex.x2 + static_cast<int64_t>(nb) * ex.ld_x2 + k : nullptr;
-      };
-      auto mma_acc = [&](int j, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
-        float c[4] = {accum(4 * j), accum(4 * j + 1), accum(4 * j + 2), accum(4 * j + 3)};
-        w4a4_ptx::mma_bf16(c, a0, a1, a2, a3, b0, b1);
-        accum(4 * j) = c[0];
-        accum(4 * j + 1) = c[1];
-        accum(4 * j + 2) = c[2];
-        accum(4 * j + 3) = c[3];
-      };
-      const int rank32 = ex.rank & ~31;
-      CUTLASS_PRAGMA_NO_UNROLL
-      for (int k0 = 0; k0 < rank32; k0 += 32) {
-        const uint4 zero = make_uint4(0, 0, 0, 0);
-        const uint4 wa = okA ? __ldg(reinterpret_cast<const uint4*>(w2_row(mA, k0 + 8 * t))) : zero;
-        const uint4 wb = okB ? __ldg(reinterpret_cast<const uint4*>(w2_row(mB, k0 + 8 * t))) : zero;
-        uint4 xb[kBlkN / 8];
-        CUTLASS_PRAGMA_UNROLL
-        for (int j = 0; j < kBlkN / 8; ++j) {
-          const uint16_t* p = x2_row(j, k0 + 8 * t);
-          xb[j] = p != nullptr ? __ldg(reinterpret_cast<const uint4*>(p)) : zero;
-        }
-        CUTLASS_PRAGMA_UNROLL
-        for (int j = 0; j < kBlkN / 8; ++j) {
-          mma_acc(j, wa.x, wb.x, wa.y, wb.y, xb[j].x, xb[j].y);
-          mma_acc(j, wa.z, wb.z, wa.w, wb.w, xb[j].z, xb[j].w);
-        }
-      }
-      if (rank32 < ex.rank) {  // the last 16: thread t's k positions hold actual k 4t..4t+3
-        const int k0 = rank32;
-        const uint2 wa = okA ? __ldg(reinterpret_cast<const uint2*>(w2_row(mA, k0 + 4 * t))) : make_uint2(0, 0);
-        const uint2 wb = okB ? __ldg(reinterpret_cast<const uint2*>(w2_row(mB, k0 + 4 * t))) : make_uint2(0, 0);
-        uint2 xb[kBlkN / 8];
-        CUTLASS_PRAGMA_UNROLL
-        for (int j = 0; j < kBlkN / 8; ++j) {
-          const uint16_t* p = x2_row(j, k0 + 4 * t);
-          xb[j] = p != nullptr ? __ldg(reinterpret_cast<const uint2*>(p)) : make_uint2(0, 0);
-        }
-        CUTLASS_PRAGMA_UNROLL
-        for (int j = 0; j < kBlkN / 8; ++j) mma_acc(j, wa.x, wb.x, wa.y, wb.y, xb[j].x, xb[j].y);
-      }
+      cutlass::arch::NamedBarrier::sync(2 * cutlass::NumThreadsPerWarpGroup, 4 + (wg_idx ^ 1));
+      using LowRankMma = decltype(make_tiled_mma(
+          SM90_64x128x16_F32BF16BF16_SS<GMMA::Major::K, GMMA::Major::K>{}, Layout<Shape<Int<kWarpGroups>, _1, _1>>{}));
+      static_assert(is_same_v<decltype(partition_fragment_C(LowRankMma{}, take<0, 2>(TileShape{})).layout()),
+                              decltype(accum.layout())>,
+                    "the low-rank wgmma accumulates into the main accumulators' layout");
+      LowRankMma lr_mma;
+      lr_mma.accumulate_ = GMMA::ScaleOut::One;
+      auto lr_thr = lr_mma.get_slice(thread_idx);
+      Tensor tLrW2 = lr_thr.make_fragment_A(lr_thr.partition_A(sW2));  // (MMA, 1, kW4A4MaxRank/16) descriptors
+      Tensor tLrX2 = lr_thr.make_fragment_B(lr_thr.partition_B(sX2));
+      const int k_steps = ex.rank / 16;
+      warpgroup_fence_operand(accum);
+      warpgroup_arrive();
+      CUTLASS_PRAGMA_UNROLL
+      for (int k = 0; k < kW4A4MaxRank / 16; ++k)
+        if (k < k_steps) cute::gemm(lr_mma, tLrW2(_, _, k), tLrX2(_, _, k), accum);
+      warpgroup_commit_batch();
+      warpgroup_wait<0>();
     }
     warpgroup_fence_operand(accum);
   }
@@ -469,7 +482,7 @@ struct W4A4WgmmaGemm {
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cutlass::int4b_t, cutlass::layout::RowMajor, 32,
       cutlass::float_e4m3_t, cutlass::layout::ColumnMajor, 16, float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage)) +
-                                                          kScaleSmemBytes>,
+                                                          kScaleSmemBytes + kLowRankSmemBytes>,
       cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
   using CollectiveMainloop = W4A4Mainloop<CutlassMainloop>;
 
