@@ -60,6 +60,7 @@ bool sparse24_skinny_decode(int64_t M_tokens, int64_t N_out, int64_t K, int sm_c
 
 int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count, bool fast_accum, bool stream_k) {
   using sparse24_detail::Tile;
+  if (M_tokens < kSparse24FastMinTokens) fast_accum = false;
   if (sparse24_skinny_decode(M_tokens, N_out, K, sm_count)) return kSparse24SkinnyConfig;
   if (!fast_accum && sparse24_narrow_wide_tile(M_tokens, N_out, sm_count)) return sparse24_detail::kWide.index;
   if (two_column_band(M_tokens, N_out, sm_count, fast_accum)) return sparse24_detail::kDefault[1].index;  // 64x64
@@ -250,6 +251,7 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
 Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int split_k, bool fast_accum, int sm_count,
                                bool with_workspace) {
   Sparse24Choice p;
+  if (config < 0 && M < kSparse24FastMinTokens) fast_accum = false;  // the promoted plan (kSparse24FastMinTokens)
   // Stream-K only with a workspace, and not under a forced split.
   p.config = config >= 0 ? config : sparse24_heuristic(M, N, K, sm_count, fast_accum, with_workspace && split_k < 2);
   if (split_k >= 2) {

@@ -70,6 +70,18 @@ bool sparse24_skinny_decode(int64_t M_tokens, int64_t N_out, int64_t K, int sm_c
 // fast or faster on 6144x4096 and 8192x1024, so it stays there.
 int sparse24_narrow_token_tile(int config, int64_t M_tokens);
 
+// Fast accumulation from kSparse24FastMinTokens tokens only. Below, the fast-accumulation plans
+// measured slower than the promoted ones: on the users grid (12 layers; promoted / fast time,
+// geomean per M) 0.87-0.98 from 24 to 384 tokens, 1.04 / 0.98 at 512 / 640, 1.01-1.15 from 768;
+// between the grid points (4 layers, 40-900 tokens) 0.84-0.98 per M up to 700 and 1.00 at 900.
+// The promoted mode has the 128x192 tile, the clamped stream-K band and the two-column band there.
+// So a fast_accum request below it runs the promoted plan: as fast or faster, and more accurate
+// (the stream-K, decode and narrow tiles already serve both modes). 768 rather than 1024: the same
+// on both sets, and no break of monotonicity at the switch (at 1024, the fast plans at 1024 tokens
+// ran 1.11-1.13x faster than the promoted ones at 768 on two layers). Data:
+// bench/results/h200/sparse24.json, tuning/sparse24_fast_threshold.json.
+inline constexpr int64_t kSparse24FastMinTokens = 768;
+
 // The configuration for a problem. Tokens pick the tile first (the narrowest token tile wastes the
 // least at decode sizes; the 128-row cooperative tile wins past ~128 tokens, the fast 128x256 from
 // 512); then, while the tile would give fewer than half as many tiles as SMs, step down to the next

@@ -106,8 +106,10 @@ void sparse24_decompress(const SparseFp8Weight& w, const MatrixView& out, cudaSt
 //         split_k * M * N * 4 bytes; otherwise kInvalidArgument.
 struct Sparse24Options : LinearOptions {
   // false (default): partial sums are promoted to float32 every 256 of K, the accuracy the tests
-  // hold to. true: FP8 fast accumulation in the tensor core over the whole K — faster, with the
-  // larger error measured in docs/performance.md. Opt-in only.
+  // hold to. true: FP8 fast accumulation in the tensor core over the whole K — faster from 768
+  // tokens, with the larger error measured in docs/performance.md. Opt-in only. It permits, not
+  // requires, the cheaper sums: with config = -1 and M < 768 the promoted plan runs (it measured as
+  // fast or faster there), as do the decode kernel and the stream-K configurations where chosen.
   bool fast_accum = false;
 };
 

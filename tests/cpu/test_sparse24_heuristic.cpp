@@ -132,9 +132,11 @@ TEST(Sparse24CostModel, PartialColumnPlansKeepTheirRules) {
       for (int64_t M = 1; M <= 9000; M += (M < 64 ? 1 : 7)) {
         const Sparse24Choice p = kernels::sparse24_choose(M, s.N, s.K, -1, 0, fast, kSms, true);
         // A configuration of the mode (the decode kernel, the promoted stream-K rows and the promoted
-        // 8- and 16-token tiles below 17 tokens serve both).
+        // 8- and 16-token tiles below 17 tokens serve both; fast requests below
+        // kSparse24FastMinTokens run the promoted plan).
+        const bool mode = fast && M >= kernels::kSparse24FastMinTokens;
         const auto& r = kSparse24Configs[p.config];
-        if (!r.skinny() && !r.stream_k() && r.tile_n >= 32) EXPECT_EQ(r.fast_accum, fast) << r.name << " M=" << M;
+        if (!r.skinny() && !r.stream_k() && r.tile_n >= 32) EXPECT_EQ(r.fast_accum, mode) << r.name << " M=" << M;
         if (r.tile_n < 32) EXPECT_LE(M, r.tile_n) << r.name;
         if (p.tail_config < 0) {
           EXPECT_EQ(p.main_rows, M);
@@ -144,7 +146,7 @@ TEST(Sparse24CostModel, PartialColumnPlansKeepTheirRules) {
         const auto& t = kSparse24Configs[p.tail_config];
         // The tail: a data-parallel tile of the same accumulation mode, no workspace.
         EXPECT_TRUE(t.splittable()) << t.name;
-        EXPECT_EQ(t.fast_accum, fast) << t.name;
+        EXPECT_EQ(t.fast_accum, mode) << t.name;
         EXPECT_EQ(p.split_k, 1);
         // The main launch covers whole token columns; the tail covers the rest, starts at a multiple
         // of 4 tokens, and runs at most 3 rows past M.
@@ -216,6 +218,33 @@ TEST(Sparse24Heuristic, TwoColumnBandBelow104Tokens) {
         if (ws && N > 8448) EXPECT_EQ(p.config, sk128) << N << " M=" << M;  // 8448 (one wave): the model's pick
       }
     }
+}
+
+// A fast-accumulation request below kSparse24FastMinTokens gets exactly the promoted plan (measured
+// as fast or faster there, and more accurate); from it on, a fast-accumulation tile. A forced
+// configuration is not touched.
+TEST(Sparse24Heuristic, FastAccumulationFromItsThresholdOnly) {
+  int fast_tiles = 0;
+  for (const Shape& s : kShapes)
+    for (bool ws : {false, true})
+      for (int64_t M = 1; M <= 4096; M += (M < 600 ? 1 : 37)) {
+        const Sparse24Choice f = kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, ws);
+        const Sparse24Choice d = kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, ws);
+        if (M < kernels::kSparse24FastMinTokens) {
+          EXPECT_EQ(kernels::sparse24_heuristic(M, s.N, s.K, kSms, true, ws),
+                    kernels::sparse24_heuristic(M, s.N, s.K, kSms, false, ws));
+          EXPECT_EQ(f.config, d.config) << s.N << "x" << s.K << " M=" << M;
+          EXPECT_EQ(f.split_k, d.split_k);
+          EXPECT_EQ(f.tail_config, d.tail_config);
+          EXPECT_EQ(f.tail_rows, d.tail_rows);
+          EXPECT_EQ(f.main_rows, d.main_rows);
+        } else {
+          fast_tiles += kSparse24Configs[f.config].fast_accum;
+        }
+      }
+  EXPECT_GT(fast_tiles, 0) << "no fast-accumulation tile from the threshold on";
+  const int forced = sparse24_config_index("64x32x256_c1x1_pingpong_fastaccum");
+  EXPECT_EQ(kernels::sparse24_choose(100, 28672, 4096, forced, 0, true, kSms, true).config, forced);
 }
 
 TEST(Sparse24CostModel, StreamKOnlyWithAWorkspace) {

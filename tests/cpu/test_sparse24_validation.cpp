@@ -170,12 +170,12 @@ TEST(Sparse24Config, TableAndHeuristic) {
   EXPECT_LE(sparse24_config(sparse24_choose_config(1, 8192, 8192, 132)).tile_n, 32);
   EXPECT_GE(sparse24_config(sparse24_choose_config(8192, 8192, 8192, 132)).tile_n, 128);
   EXPECT_EQ(sparse24_config(0).name(), "64x32x256_c1x1_pingpong");
-  // The default never picks a fast-accumulation config; the opt-in always does, but for the decode
-  // kernel and the 8- and 16-token tiles, which serve both modes (promoted or exact float32 sums).
-  for (int64_t m : {1, 40, 100, 300, 5000}) {
+  // The default never picks a fast-accumulation config; the opt-in does from
+  // kSparse24FastMinTokens tokens (below, the promoted plan measured as fast or faster).
+  for (int64_t m : {1, 40, 100, 300, 767, 768, 5000}) {
     EXPECT_FALSE(sparse24_config(sparse24_choose_config(m, 4096, 4096, 132)).fast_accum) << m;
     const Sparse24Config f = sparse24_config(sparse24_choose_config(m, 4096, 4096, 132, true));
-    EXPECT_TRUE(f.fast_accum || (f.skinny && m <= 8) || (m <= 16 && f.tile_n <= 16)) << m;
+    EXPECT_EQ(f.fast_accum, m >= kernels::kSparse24FastMinTokens) << m;
   }
   EXPECT_TRUE(sparse24_config(sparse24_choose_config(1, 8192, 1024, 132, true)).skinny);
   EXPECT_NE(sparse24_config(4).name().find("_fastaccum"), std::string::npos);
@@ -215,8 +215,8 @@ TEST(Sparse24Heuristic, NarrowLayersStepDownToFillTheGpu) {
           }
           const int64_t tiles = ((n + c.tile_m - 1) / c.tile_m) * ((m + c.tile_n - 1) / c.tile_n);
           EXPECT_TRUE(2 * tiles >= sms || (c.tile_m == 64 && c.tile_n <= 32)) << m << " " << n << " " << sms;
-          // The 8- and 16-token tiles (promoted) serve both modes below 17 tokens.
-          EXPECT_EQ(c.fast_accum, fast && c.tile_n >= 32) << m << " " << n;
+          // Fast accumulation from kSparse24FastMinTokens tokens on.
+          EXPECT_EQ(c.fast_accum, fast && m >= kernels::kSparse24FastMinTokens) << m << " " << n;
         }
 }
 
@@ -420,7 +420,9 @@ TEST(Sparse24Heuristic, SplitK) {
   o.fast_accum = true;
   EXPECT_EQ(sparse24_plan(8, 1280, 8192, o, 132).config, pp8);
   EXPECT_EQ(sparse24_plan(8, 1280, 8192, o, 132).split_k, 4);
-  EXPECT_EQ(sparse24_plan(24, 1280, 8192, o, 132).config, 4);  // 17..32 tokens: the fast 64x32 tile
+  o.split_k = 1;  // 17..32 tokens: the promoted 64x32 tile, as without fast_accum
+  EXPECT_EQ(sparse24_plan(24, 1280, 8192, o, 132).config, sparse24_config_index("64x32x256_c1x1_pingpong"));
+  o.split_k = 0;
   o.fast_accum = false;
   EXPECT_EQ(sparse24_plan(1, 8192, 1024, o, 132).config, 12) << "the decode kernel where the rule does not split";
   EXPECT_EQ(sparse24_plan(1, 8192, 1024, o, 132).split_k, 1);
