@@ -73,7 +73,7 @@ int sparse24_narrow_token_tile(int config, int64_t M_tokens);
 // Fast accumulation from kSparse24FastMinTokens tokens only. Below, the fast-accumulation plans
 // measured slower than the promoted ones: on the users grid (12 layers; promoted / fast time,
 // geomean per M) 0.87-0.98 from 24 to 384 tokens, 1.04 / 0.98 at 512 / 640, 1.01-1.15 from 768;
-// between the grid points (4 layers, 40-900 tokens) 0.84-0.98 per M up to 700 and 1.00 at 900.
+// between the grid points (4 layers, 40-900 tokens) 0.81-1.00 per M up to 700 and 1.00 at 900.
 // The promoted mode has the 128x192 tile, the clamped stream-K band and the two-column band there.
 // So a fast_accum request below it runs the promoted plan: as fast or faster, and more accurate
 // (the stream-K, decode and narrow tiles already serve both modes). 768 rather than 1024: the same
