@@ -54,6 +54,29 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// Eight INT4 values (value i in bits 4i..4i+3, two's complement) -> eight e4m3 bytes (value i in byte
+// i % 4 of out0 / out1), by the lookup of CUTLASS's NumericArrayConverter<e4m3, int4b_t>: each nibble
+// indexes a positive and a negative 8-entry table with prmt and its sign bit picks one of the two.
+// pos_lo / neg_lo: e4m3 of [0, 1, 2, 3] and [-8, -7, -6, -5] (0x44403800, 0xCACCCED0), passed in by the
+// caller so that it decides where they live; the other two table words are immediates.
+__device__ __forceinline__ void int4x8_to_e4m3(uint32_t pos_lo, uint32_t neg_lo, uint32_t w, uint32_t& out0,
+                                               uint32_t& out1) {
+  const uint32_t idx = w & 0x77777777u;
+  const uint32_t sign = (w & 0x88888888u) >> 1;
+  asm("{\n"
+      "  .reg .b32 pos, neg, idx_hi;\n"
+      "  prmt.b32 pos, %2, 0x4E4C4A48, %4;\n"
+      "  prmt.b32 neg, %3, 0xB8C0C4C8, %4;\n"
+      "  prmt.b32 %0, pos, neg, %5;\n"
+      "  shr.b32 idx_hi, %4, 16;\n"
+      "  prmt.b32 pos, %2, 0x4E4C4A48, idx_hi;\n"
+      "  prmt.b32 neg, %3, 0xB8C0C4C8, idx_hi;\n"
+      "  prmt.b32 %1, pos, neg, %6;\n"
+      "}\n"
+      : "=r"(out0), "=r"(out1)
+      : "r"(pos_lo), "r"(neg_lo), "r"(idx), "r"(0x32103210u | sign), "r"(0x32103210u | (sign >> 16)));
+}
+
 template <class T>
 __device__ __forceinline__ float to_f32(T v);
 template <>

@@ -4,7 +4,7 @@
 //   Y[L,D] = Σ_g sx[l,g]·sw[d,g]·Σ_{k∈g} x1[l,k]·w1[d,k]  +  Σ_r x2[l,r]·w2[d,r]  (+ bias[d])
 //
 // Why this design: wgmma takes no 4-bit operand and only A may come from registers, so the INT4
-// weight is the A operand (widened int4 -> e4m3 in registers by CUTLASS's prmt lookup-table
+// weight is the A operand (widened int4 -> e4m3 in registers by the prmt lookup of CUTLASS's
 // converter) and the activations are the B operand, staged by the quantizer as e4m3 codes
 // (docs/formats.md §5, "e4m3 staging"): e4m3·e4m3 -> f32 wgmma at the 8-bit tensor-core rate. Every
 // code -8..7 is an e4m3 value, every product an integer of at most 64 and a group's sum at most
@@ -18,8 +18,8 @@
 // registers of a 384-thread CTA hold no more (ptxas: 168, no spills).
 //
 // mma() (replaces the base's; TMA loads, shared storage, pipeline and mma_tail are CUTLASS's):
-//  * per K tile of 128: the four k32 blocks of A are copied from shared memory and widened, the
-//    second pair while the first pair's wgmmas run.
+//  * per K tile of 128: the four k32 blocks of A are read from shared memory (16-bit loads at offsets
+//    set up once per work tile) and widened, the second pair while the first pair's wgmmas run.
 //  * each group (blocks 0-1 and 2-3 for group 64, all four for group 128) runs into P, zeroed by its
 //    first wgmma, and is promoted, acc = fma(sw[d,g]·sx[l,g], P, acc), with the scales issued
 //    before its wgmmas; the other consumer warp group's wgmmas run meanwhile.
@@ -72,6 +72,7 @@ inline constexpr int kScaleWarpGroups = 2, kScaleBuffers = 2, kSxPitch = 36, kSc
 struct ScaleBuffers {
   alignas(16) float sx[kScaleWarpGroups][kScaleBuffers][2][4 * kSxPitch];  // [wg][buffer][group in tile][perm(col)]
   alignas(16) float sw[kScaleWarpGroups][kScaleBuffers][2][kScaleRows];    // [wg][buffer][group in tile][row]
+  alignas(8) uint32_t lut[kScaleWarpGroups][2];                               // INT4 -> e4m3 table words (mma())
 };
 inline constexpr int kScaleSmemBytes = static_cast<int>(sizeof(ScaleBuffers));
 
@@ -117,10 +118,10 @@ struct W4A4Mainloop : Base {
   using typename Base::TileShape;
   using TiledMma = typename Base::TiledMma;  // e4m3 x e4m3 -> f32, A from registers
   using ElementAccumulator = float;
-  using Utils = cutlass::gemm::collective::detail::MixedInputUtils<Base>;
 
   static constexpr int kBlkM = cute::size<0>(TileShape{});
   static constexpr int kBlkN = cute::size<1>(TileShape{});
+  static constexpr int kBlkK = cute::size<2>(TileShape{});
   static_assert(cute::is_same_v<typename TiledMma::ValTypeC, float>, "float group sums");
   static_assert(cute::is_same_v<typename TiledMma::ValTypeA, cutlass::float_e4m3_t> &&
                     cute::is_same_v<typename TiledMma::ValTypeB, cutlass::float_e4m3_t>,
@@ -146,6 +147,37 @@ struct W4A4Mainloop : Base {
     return p;
   }
 
+  // mma()'s A loads assume the base collective's A stages: rows of 128 INT4 values, stage after stage,
+  // under Swizzle<2,4,3> (which CuTe applies to byte addresses, see there).
+  template <class Layout>
+  static constexpr bool a_layout_is_swizzled_rows() {
+    if constexpr (!cute::is_same_v<decltype(cute::get_swizzle_portion(Layout{})), cute::Swizzle<2, 4, 3>>) {
+      return false;
+    } else {
+      constexpr auto plain = cute::get_nonswizzle_portion(Layout{});
+      constexpr int kStages = cute::size<2>(Layout{});
+      for (int s = 0; s < kStages; s += kStages - 1)
+        for (int r = 0; r < kBlkM; r += 5)
+          for (int k = 0; k < kBlkK; k += 3)
+            if (plain(r, k, s) != s * kBlkM * kBlkK + r * kBlkK + k) return false;
+      return true;
+    }
+  }
+
+  // Where mma()'s A loads read (see there): the byte offset, from the start of an A stage, of consumer
+  // thread thread_idx's piece of k32 block 0, lower k half, row g; and of block kb, k half h (+ 8 rows:
+  // + 8 · kRowBytesA). tests/cpu/test_w4a4_wgmma_layout.cu checks them against CuTe's partition.
+  static constexpr uint32_t kRowBytesA = kBlkK / 2, kStageBytesA = kBlkM * kBlkK / 2;
+  static CUTE_HOST_DEVICE uint32_t a_thread_offset(int thread_idx) {
+    const int wg = thread_idx / cutlass::NumThreadsPerWarpGroup, lane = thread_idx % 32;
+    const int warp_in_wg = (thread_idx % cutlass::NumThreadsPerWarpGroup) / 32;
+    const int row = wg * (kBlkM / 2) + 16 * warp_in_wg + lane / 4;
+    return row * kRowBytesA + 16 * ((row >> 1) & 3) + 2 * (lane % 4);
+  }
+  static CUTE_HOST_DEVICE constexpr uint32_t a_piece_offset(uint32_t a_thread, int kb, int h) {
+    return (a_thread ^ (16u * kb)) + 8u * h;
+  }
+
   uint32_t tiles_done_ = 0;  // work tiles this consumer thread has computed (the scheduler replay)
 
   template <class FrgTensorC>
@@ -164,8 +196,7 @@ struct W4A4Mainloop : Base {
     const int m0 = work.M_idx * kBlkM, n0 = work.N_idx * kBlkN;
 
     // ---- operands, partitioned as CUTLASS's mixed-input mma() does ---------------------------------
-    Tensor sA_ = make_tensor(make_smem_ptr(shared_tensors.smem_A.begin()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
-    Tensor sA = as_position_independent_swizzle_tensor(sA_);
+    Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.begin()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
     Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.begin()), SmemLayoutB{});   // (BLK_N,BLK_K,PIPE)
     constexpr int kWarpGroups = size(TiledMma{}) / cutlass::NumThreadsPerWarpGroup;
     const Layout wg_layout = make_layout(Int<kWarpGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{});
@@ -173,13 +204,9 @@ struct W4A4Mainloop : Base {
     TiledMma tiled_mma;
     auto thr_mma = tiled_mma.get_thread_slice(thread_idx);
     auto wg_mma = tiled_mma.get_slice(wg_layout(wg_idx));
-    Tensor tCsA = thr_mma.partition_A(sA);                                    // (MMA,MMA_M,MMA_K,PIPE)
     Tensor tCrA = thr_mma.partition_fragment_A(sA(_, _, Int<0>{}));            // (MMA,MMA_M,MMA_K) e4m3
     Tensor tCrA_i4 = make_fragment_like<typename Base::RealSwappedElementA>(tCrA);  // the INT4 copy
     Tensor tCrB = wg_mma.make_fragment_B(wg_mma.partition_B(sB));            // (MMA,MMA_N,MMA_K,PIPE)
-    auto smem_copy_A = make_tiled_copy_A(typename Base::SwappedSmemCopyAtomA{}, tiled_mma);
-    Tensor tCrA_copy = smem_copy_A.get_thread_slice(thread_idx % cutlass::NumThreadsPerWarpGroup).retile_D(tCrA_i4);
-    auto no_extra = cute::make_tuple();
     constexpr int kBlocks = decltype(size<2>(tCrA))::value;
     static_assert(kBlocks == 4, "a K tile of 128 is four k32 wgmma blocks, two per group of 64");
 
@@ -210,28 +237,33 @@ struct W4A4Mainloop : Base {
     auto& s_sw = shared_tensors.scales.sw;
     const int wg_tid = thread_idx % cutlass::NumThreadsPerWarpGroup;
     const int groups_per_tile = ex.group == 64 ? 2 : 1;
-    // Copies K tile kt's scales into buffer buf; commits one cp.async group (possibly empty).
-    auto stage_scales = [&](int kt, int buf) {
-      const int g_first = kt * groups_per_tile;
-      CUTLASS_PRAGMA_UNROLL
-      for (int q = 0; q < 2; ++q) {  // sx: 2 groups x 128 columns over 128 threads
-        const int idx = q * cutlass::NumThreadsPerWarpGroup + wg_tid;
-        const int gl = idx / kBlkN, c = idx % kBlkN;
-        if (gl < groups_per_tile && g_first + gl < ex.num_groups) {
-          const float* src = ex.sx + static_cast<int64_t>(g_first + gl) * ex.ld_sx + min(n0 + c, ex.N - 1);
-          const int p = ((c >> 1) & 3) * kSxPitch + 2 * (c >> 3) + (c & 1);
-          w4a4_ptx::cp_async_4(w4a4_ptx::smem_u32(&s_sx[wg_idx][buf][gl][p]), src);
-        }
-      }
-      {  // sw: 64 rows x 2 groups over 128 threads
-        const int gl = wg_tid / kRowsPerWg, r = wg_tid % kRowsPerWg;
-        if (gl < groups_per_tile && g_first + gl < ex.num_groups) {
-          const int row = min(m0 + wg_idx * kRowsPerWg + r, ex.M - 1);
-          const float* src = ex.sw + static_cast<int64_t>(row) * ex.num_groups + g_first + gl;
-          w4a4_ptx::cp_async_4(w4a4_ptx::smem_u32(&s_sw[wg_idx][buf][gl][r]), src);
-        }
-      }
+    // Copies the next K tile's scales into buffer buf (K tiles in order from 0, one call each); commits
+    // one cp.async group (possibly empty). Each thread copies one token's sx of each group of the tile
+    // and one row's sw of one group: sources and destinations are set up once per work tile and
+    // advanced by a tile's groups per call.
+    const int sx_col = wg_tid;                                          // token column of the tile
+    const int sw_gl = wg_tid / kRowsPerWg, sw_r = wg_tid % kRowsPerWg;  // group in the tile, row
+    const float* sx_next = ex.sx + min(n0 + sx_col, ex.N - 1);
+    const float* sw_next =
+        ex.sw + static_cast<int64_t>(min(m0 + wg_idx * kRowsPerWg + sw_r, ex.M - 1)) * ex.num_groups + sw_gl;
+    int g_next = 0;  // first group of the next K tile
+    const int64_t sx_step = groups_per_tile * ex.ld_sx;
+    const uint32_t sx_dst =
+        w4a4_ptx::smem_u32(&s_sx[wg_idx][0][0][((sx_col >> 1) & 3) * kSxPitch + 2 * (sx_col >> 3) + (sx_col & 1)]);
+    const uint32_t sw_dst = w4a4_ptx::smem_u32(&s_sw[wg_idx][0][sw_gl][sw_r]);
+    constexpr uint32_t kSxBufBytes = sizeof(s_sx[0][0]), kSxGroupBytes = sizeof(s_sx[0][0][0]);
+    constexpr uint32_t kSwBufBytes = sizeof(s_sw[0][0]);
+    static_assert(kBlkN == cutlass::NumThreadsPerWarpGroup && 2 * kRowsPerWg == cutlass::NumThreadsPerWarpGroup,
+                  "one sx column per thread and group, one sw row of one of two groups per thread");
+    auto stage_scales = [&](int buf) {
+      w4a4_ptx::cp_async_4(sx_dst + buf * kSxBufBytes, sx_next);  // every K tile has a first group
+      if (groups_per_tile == 2 && g_next + 1 < ex.num_groups)
+        w4a4_ptx::cp_async_4(sx_dst + buf * kSxBufBytes + kSxGroupBytes, sx_next + ex.ld_sx);
+      if (sw_gl < groups_per_tile && g_next + sw_gl < ex.num_groups) w4a4_ptx::cp_async_4(sw_dst + buf * kSwBufBytes, sw_next);
       w4a4_ptx::cp_async_commit();
+      sx_next += sx_step;
+      sw_next += groups_per_tile;
+      g_next += groups_per_tile;
     };
     // Waits for this thread's copies of the current tile, then for the warp group's: after the
     // barrier every copy into `buf` has landed and every read of the other buffer is done.
@@ -305,12 +337,44 @@ struct W4A4Mainloop : Base {
       }
       warpgroup_fence_operand(accum);
     };
-    // A: shared memory -> registers, INT4 -> e4m3, k32 blocks [b0, b0 + n).
+    // ---- A: the thread's INT4 pieces, read from shared memory with 16-bit loads --------------------
+    // wgmma's register A fragment (8-bit, K-major, ALayout_64x32): warp w of the warp group holds rows
+    // 16w + g and 16w + g + 8 (g = lane / 4) and, of each k32 block, k = 4t..4t+3 (registers 0, 1) and
+    // 16 + 4t..16 + 4t + 3 (registers 2, 3), t = lane % 4: four INT4 values, two bytes, per piece, and
+    // one 32-bit INT4 word per k half (row g in its low 16 bits, row g + 8 in its high 16 bits). The
+    // base collective's A stage is rows of 128 values (64 bytes) whose Swizzle<2,4,3> CuTe applies to
+    // byte addresses, as the TMA writes them: the 16-byte chunk of k32 block kb of row r sits at chunk
+    // kb ^ ((r >> 1) & 3). So a piece is at (a_thread ^ 16·kb) (+ 8 for the upper k half, + 512 for
+    // row + 8) from its stage, with a_thread set up once per tile (a_thread_offset, a_piece_offset;
+    // CuTe's copy recomputed the swizzled 64-bit addresses every K tile).
+    static_assert(cute::cosize_v<SmemLayoutA> == kBlkM * kBlkK * Base::DispatchPolicy::Stages, "stages of 128 x 128 INT4");
+    static_assert(a_layout_is_swizzled_rows<SmemLayoutA>(), "the A offsets below assume rows of 128 INT4, Swizzle<2,4,3>");
+    const uint8_t* smem_a = reinterpret_cast<const uint8_t*>(&shared_tensors.smem_A);
+    const uint32_t a_thread = a_thread_offset(thread_idx);
+    // A: shared memory -> registers, INT4 -> e4m3 (CUTLASS's converter), k32 blocks [b0, b0 + n).
     auto widen = [&](int stage, int b0, auto n) {
       CUTLASS_PRAGMA_UNROLL
-      for (int kb = b0; kb < b0 + decltype(n)::value; ++kb) copy(smem_copy_A, tCsA(_, _, kb, stage), tCrA_copy(_, _, kb));
+      for (int kb = b0; kb < b0 + decltype(n)::value; ++kb) {
+        Tensor words = recast<uint32_t>(tCrA_i4(_, _, kb));  // [k half]: rows g (low 16 bits), g + 8
+        CUTLASS_PRAGMA_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const uint8_t* p = smem_a + stage * kStageBytesA + a_piece_offset(a_thread, kb, h);
+          const uint32_t lo = *reinterpret_cast<const uint16_t*>(p);
+          const uint32_t hi = *reinterpret_cast<const uint16_t*>(p + 8 * kRowBytesA);
+          words(h) = lo | (hi << 16);
+        }
+      }
+      // INT4 -> e4m3: CUTLASS's lookup (NumericArrayConverter<e4m3, int4b_t>), with the two table words
+      // that must be registers loaded from shared memory: as constants ptxas rematerializes them before
+      // every prmt (two moves per eight values), a load it cannot.
+      const uint2 lut = *reinterpret_cast<const uint2*>(shared_tensors.scales.lut[wg_idx]);
       CUTLASS_PRAGMA_UNROLL
-      for (int kb = b0; kb < b0 + decltype(n)::value; ++kb) Utils::dequantize_A_kblock(tCrA_i4, tCrA, no_extra, kb);
+      for (int kb = b0; kb < b0 + decltype(n)::value; ++kb) {
+        Tensor in = recast<uint32_t>(tCrA_i4(_, _, kb));
+        Tensor out = recast<uint32_t>(tCrA(_, _, kb));
+        CUTLASS_PRAGMA_UNROLL
+        for (int h = 0; h < 2; ++h) w4a4_ptx::int4x8_to_e4m3(lut.x, lut.y, in(h), out(2 * h), out(2 * h + 1));
+      }
     };
     // Issues k32 blocks [b0, b0 + n) of `stage` into `part` (zeroed by the first) as one batch.
     auto issue = [&](auto& part, int stage, int b0, auto n) {
@@ -343,10 +407,14 @@ struct W4A4Mainloop : Base {
     clear(accum);
     warpgroup_fence_operand(accum);
     Scales sa;
+    if (wg_tid == 0) {
+      shared_tensors.scales.lut[wg_idx][0] = 0x44403800u;  // e4m3 of [0, 1, 2, 3]
+      shared_tensors.scales.lut[wg_idx][1] = 0xCACCCED0u;  // e4m3 of [-8, -7, -6, -5]
+    }
     // The previous work tile's last reads of the scale buffers are done before this tile's copies.
     cutlass::arch::NamedBarrier::sync(cutlass::NumThreadsPerWarpGroup, wg_idx);
     if (ex.rank > 0) stage_lowrank();
-    stage_scales(0, 0);
+    stage_scales(0);
     if (ex.rank > 0) publish_lowrank();  // in flight with the first scales: waiting for both costs one latency
 
     if (ex.group == 64) {
@@ -361,7 +429,7 @@ struct W4A4Mainloop : Base {
         const int g = 2 * kt, buf = kt & 1;
         const int stage = cursor.wait();
         scales_ready();
-        if (kt + 1 < k_tile_count) stage_scales(kt + 1, buf ^ 1);
+        if (kt + 1 < k_tile_count) stage_scales(buf ^ 1);
         widen(stage, 0, Int<2>{});
         load_scales(sa, buf, 0);
         my_turn();
@@ -389,7 +457,7 @@ struct W4A4Mainloop : Base {
         const int buf = kt & 1;
         const int stage = cursor.wait();
         scales_ready();
-        if (kt + 1 < k_tile_count) stage_scales(kt + 1, buf ^ 1);
+        if (kt + 1 < k_tile_count) stage_scales(buf ^ 1);
         widen(stage, 0, Int<2>{});
         load_scales(sa, buf, 0);
         my_turn();
