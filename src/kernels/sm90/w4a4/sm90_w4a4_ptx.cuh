@@ -57,8 +57,10 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1
 // Eight INT4 values (value i in bits 4i..4i+3, two's complement) -> eight e4m3 bytes (value i in byte
 // i % 4 of out0 / out1), by the lookup of CUTLASS's NumericArrayConverter<e4m3, int4b_t>: each nibble
 // indexes a positive and a negative 8-entry table with prmt and its sign bit picks one of the two.
-// pos_lo / neg_lo: e4m3 of [0, 1, 2, 3] and [-8, -7, -6, -5] (0x44403800, 0xCACCCED0), passed in by the
-// caller so that it decides where they live; the other two table words are immediates.
+// pos_lo / neg_lo: the table words kE4m3LutPosLo / kE4m3LutNegLo, passed in by the caller so that it
+// decides where they live; the other two table words are immediates.
+inline constexpr uint32_t kE4m3LutPosLo = 0x44403800u;  // e4m3 of [0, 1, 2, 3]
+inline constexpr uint32_t kE4m3LutNegLo = 0xCACCCED0u;  // e4m3 of [-8, -7, -6, -5]
 __device__ __forceinline__ void int4x8_to_e4m3(uint32_t pos_lo, uint32_t neg_lo, uint32_t w, uint32_t& out0,
                                                uint32_t& out1) {
   const uint32_t idx = w & 0x77777777u;

@@ -351,7 +351,7 @@ struct W4A4Mainloop : Base {
     static_assert(a_layout_is_swizzled_rows<SmemLayoutA>(), "the A offsets below assume rows of 128 INT4, Swizzle<2,4,3>");
     const uint8_t* smem_a = reinterpret_cast<const uint8_t*>(&shared_tensors.smem_A);
     const uint32_t a_thread = a_thread_offset(thread_idx);
-    // A: shared memory -> registers, INT4 -> e4m3 (CUTLASS's converter), k32 blocks [b0, b0 + n).
+    // A: shared memory -> registers, INT4 -> e4m3 (w4a4_ptx::int4x8_to_e4m3), k32 blocks [b0, b0 + n).
     auto widen = [&](int stage, int b0, auto n) {
       CUTLASS_PRAGMA_UNROLL
       for (int kb = b0; kb < b0 + decltype(n)::value; ++kb) {
@@ -408,8 +408,8 @@ struct W4A4Mainloop : Base {
     warpgroup_fence_operand(accum);
     Scales sa;
     if (wg_tid == 0) {
-      shared_tensors.scales.lut[wg_idx][0] = 0x44403800u;  // e4m3 of [0, 1, 2, 3]
-      shared_tensors.scales.lut[wg_idx][1] = 0xCACCCED0u;  // e4m3 of [-8, -7, -6, -5]
+      shared_tensors.scales.lut[wg_idx][0] = w4a4_ptx::kE4m3LutPosLo;
+      shared_tensors.scales.lut[wg_idx][1] = w4a4_ptx::kE4m3LutNegLo;
     }
     // The previous work tile's last reads of the scale buffers are done before this tile's copies.
     cutlass::arch::NamedBarrier::sync(cutlass::NumThreadsPerWarpGroup, wg_idx);
