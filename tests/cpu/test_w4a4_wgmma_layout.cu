@@ -77,3 +77,72 @@ TEST(W4A4WgmmaLayout, APiecesTileTheStage) {
 }
 
 }  // namespace
+
+// ---- the bf16 activation quantizer's ring (sm90_w4a4_quantize.cu) ----------------------------------
+// TMA writes each 64-column box with the 128-byte swizzle (tma_sw128_offset); the quantize steps read
+// and the wgmma descriptors address the ring through CuTe's K-major SW128 layout (Tile::LayoutX /
+// LayoutL, kstep_offset_bytes). These must be one and the same placement, for X and every rank part.
+#include "kernels/sm90/w4a4/sm90_w4a4_quant_tile.cuh"
+
+namespace {
+
+namespace wq = qsgemm::kernels::w4a4_quant;
+
+// Where CuTe puts element (r, c, st) of a ring laid out by Layout at a 1024-byte aligned base (the
+// swizzle is applied through the pointer), in elements.
+alignas(1024) cute::bfloat16_t g_ring[4 * (wq::kRows + wq::kChunk) * wq::kChunk];
+template <class Layout>
+int cute_offset(int r, int c, int st) {
+  auto t = cute::make_tensor(cute::make_smem_ptr(g_ring), Layout{});
+  return static_cast<int>(&t(r, c, st) - g_ring);
+}
+
+template <class Layout>
+int layout_mismatches(int rows, int stages, bool report = true) {
+  int wrong = 0;
+  for (int st = 0; st < stages; ++st)
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < wq::kChunk; ++c) {
+        const int cute_off = cute_offset<Layout>(r, c, st);
+        const int tma_off = st * rows * wq::kChunk + wq::tma_sw128_offset(r, c, rows);
+        if (cute_off != tma_off && ++wrong <= 3 && report)
+          ADD_FAILURE() << rows << " rows, stage " << st << " (" << r << ", " << c << "): CuTe " << cute_off << ", TMA "
+                        << tma_off;
+      }
+  for (int k = 0; k < wq::kChunk / 16; ++k)
+    if (2 * cute_offset<Layout>(0, 16 * k, 0) != wq::kstep_offset_bytes(k, rows) && ++wrong <= 6 && report)
+      ADD_FAILURE() << rows << " rows: k-step " << k << " at byte " << 2 * cute_offset<Layout>(0, 16 * k, 0)
+                    << ", descriptors use " << wq::kstep_offset_bytes(k, rows);
+  return wrong;
+}
+
+template <int kNr>
+void expect_tile_matches_tma() {
+  using T = wq::Tile<kNr>;
+  SCOPED_TRACE("rank part " + std::to_string(kNr));
+  EXPECT_EQ(layout_mismatches<typename T::LayoutX>(wq::kRows, T::kStages), 0);
+  EXPECT_EQ(layout_mismatches<typename T::LayoutL>(kNr, T::kStages), 0);
+  EXPECT_LE(wq::smem_bytes(kNr), 227 * 1024) << "ring of rank part " << kNr;
+}
+
+TEST(W4A4QuantizerLayout, RingIsWhereTmaWritesIt) {
+  EXPECT_EQ(layout_mismatches<typename wq::Tile<0>::LayoutX>(wq::kRows, wq::Tile<0>::kStages), 0);
+  expect_tile_matches_tma<16>();
+  expect_tile_matches_tma<32>();
+  expect_tile_matches_tma<48>();
+  expect_tile_matches_tma<64>();
+  expect_tile_matches_tma<80>();
+  expect_tile_matches_tma<96>();
+  expect_tile_matches_tma<112>();
+  expect_tile_matches_tma<128>();
+}
+
+// The test can fail: a 64-byte swizzle (what a 64-column box of half the width would need) is not the
+// ring's placement.
+TEST(W4A4QuantizerLayout, DetectsAnotherSwizzle) {
+  using Sw64 = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW64_Atom<cute::bfloat16_t>{},
+                                            cute::Shape<cute::Int<wq::kRows>, cute::Int<wq::kChunk>, cute::_1>{}));
+  EXPECT_GT(layout_mismatches<Sw64>(wq::kRows, 1, false), 0);
+}
+
+}  // namespace

@@ -1,8 +1,13 @@
 // The INT4 group quantizer of the W4A4 family (w4a4_pack_weight, w4a4_quantize_activations), with the
 // low-rank down-projection X2 = X·L1ᵀ fused: X is read from global memory once.
 //
-// One CTA of 256 threads owns kRows = 16 rows and walks K in chunks of 128 columns (one group of
-// 128 or two of 64; D1 % 64 == 0, so a chunk is whole groups, the last possibly one group of 64):
+// bf16 X (the common case) runs sm90_w4a4_quantize_bf16_kernel (described above it): 64 rows per CTA,
+// chunks of 128 columns through a TMA ring in wgmma's layout, X2 on wgmma, a row's chunks split over
+// slices (a cluster whose partial X2 tiles meet in distributed shared memory, added in slice order:
+// deterministic, no workspace, no atomics), the grid sized from the device's occupancy.
+// fp16 / fp32 X run the reference-shaped kernel, sm90_w4a4_quantize_kernel: one CTA of 256 threads
+// owns kRows = 16 rows and walks K in chunks of 128 columns (one group of 128 or two of 64; D1 % 64
+// == 0, so a chunk is whole groups, the last possibly one group of 64):
 //  * the X chunk goes to shared memory as float (rows padded to 129 floats: no bank conflicts when a
 //    warp reads two rows), the L1 chunk [r][128] as bf16 (rows padded to 130: 65 words, so 32
 //    consecutive rows fall in 32 banks);
@@ -10,30 +15,36 @@
 //    reduction over 16 (group 64) or 32 (group 128) lanes; s = amax/7 (1 for amax 0, at least
 //    FLT_MIN), q = clamp(rint(x/s), -8, 7) with IEEE division (__fdiv_rn) — the operations of
 //    int4_scale_from_amax / int4_quantize, so the codes and scales are bit-identical to the CPU;
-//  * X2: for bf16 X, bf16 m16n8k16 MMAs (the 16 rows are one m16 tile, warp w owns rank tiles w and
-//    w + 8) into float32 accumulators; for fp16 / fp32 X (values bf16 cannot hold), each thread
-//    accumulates up to 8 outputs (row i, rank j) over the chunk with scalar float32 FMAs in
-//    ascending k.
-// bf16 X (the common case) runs a second kernel, sm90_w4a4_quantize_bf16_kernel (described above
-// it), with the same results: 64 rows per CTA, chunks through a cp.async ring, a row's chunks split
-// over slices (a cluster whose partial X2 tiles meet in distributed shared memory, added in slice
-// order: deterministic, no workspace, no atomics), the grid sized from the device's occupancy.
+//  * X2: each thread accumulates up to 8 outputs (row i, rank j) over the chunk with scalar float32
+//    FMAs in ascending k (fp16 / fp32 values that bf16 cannot hold: no bf16 tensor-core MMA).
 // Non-finite inputs are reported through *bad (the packer) as the smallest row-major index.
 // Output modes (W4A4QuantArgs::q_e4m3): packed INT4 (two codes per byte), or the e4m3 staging the
-// wgmma GEMM reads (one code per byte, the same codes as e4m3 values, exact: e4m3 holds -8..7): a
-// 4-byte store per lane instead of a 2-byte one.
+// wgmma GEMM reads (one code per byte, the same codes as e4m3 values, exact: e4m3 holds -8..7).
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
+#include <utility>
 
+#include "cute/arch/copy_sm90_desc.hpp"
+#include "cute/arch/copy_sm90_tma.hpp"
+#include "cute/arch/mma_sm90.hpp"
+#include "cute/arch/mma_sm90_gmma_ext.hpp"  // the n24 / n40 / n48 / n56 shapes
+#include "cute/atom/mma_atom.hpp"
+#include "cute/tensor.hpp"
+#include "cutlass/arch/barrier.h"
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
 #include "kernels/sm90/w4a4/sm90_w4a4_ptx.cuh"
+#include "kernels/sm90/w4a4/sm90_w4a4_quant_tile.cuh"
 #include "per_device_once.h"
 #include "validate.h"
 #include "qsgemm/w4a4.h"
@@ -58,15 +69,6 @@ __device__ __forceinline__ void load8(const float* p, float (&v)[8]) {
   const float4 a = __ldg(reinterpret_cast<const float4*>(p)), b = __ldg(reinterpret_cast<const float4*>(p) + 1);
   v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
 }
-__device__ __forceinline__ void load8(const __nv_bfloat16* p, float (&v)[8]) {
-  const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(h[i]);
-    v[2 * i] = f.x, v[2 * i + 1] = f.y;
-  }
-}
 __device__ __forceinline__ void load8(const __half* p, float (&v)[8]) {
   const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
   const __half2* h = reinterpret_cast<const __half2*>(&u);
@@ -75,17 +77,6 @@ __device__ __forceinline__ void load8(const __half* p, float (&v)[8]) {
     const float2 f = __half22float2(h[i]);
     v[2 * i] = f.x, v[2 * i + 1] = f.y;
   }
-}
-
-// X2 = X·L1ᵀ on the tensor cores (bf16 m16n8k16, float32 accumulators) when X is bf16: L1 is bf16,
-// so the products are exact either way, and the scalar loop (fp16 / fp32 X, whose values bf16 cannot
-// hold) would make the quantizer compute-bound at large ranks (L·D1·r FMAs).
-template <class InT>
-inline constexpr bool kX2OnTensorCores = std::is_same_v<InT, __nv_bfloat16>;
-
-__device__ __forceinline__ uint32_t bf16x2(float lo, float hi) {  // exact: the values are bf16
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
 }
 
 __device__ __forceinline__ int int4_code(float x, float s) {
@@ -183,31 +174,7 @@ __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_kernel(const W4A4
     }
 
     // ---- X2 partial sums over this chunk --------------------------------------------------------
-    if constexpr (kX2OnTensorCores<InT>) {
-      // bf16 X: the 16 rows are one m16 tile; warp w owns the n8 rank tiles w and w + 8. The bf16
-      // products are exact in the float32 accumulators (as in the scalar path); only the summation
-      // order differs.
-#pragma unroll
-      for (int it = 0; it < 2; ++it) {
-        const int nt = warp + 8 * it;
-        if (nt * 8 >= rank) break;
-        const int g = lane >> 2, t = lane & 3;
-        const uint16_t* lrow = ls + (nt * 8 + g) * kLPitch;
-        float c[4] = {acc[4 * it], acc[4 * it + 1], acc[4 * it + 2], acc[4 * it + 3]};
-#pragma unroll
-        for (int k0 = 0; k0 < kChunk; k0 += 16) {
-          const uint32_t a0 = bf16x2(xs[g][k0 + 2 * t], xs[g][k0 + 2 * t + 1]);
-          const uint32_t a1 = bf16x2(xs[g + 8][k0 + 2 * t], xs[g + 8][k0 + 2 * t + 1]);
-          const uint32_t a2 = bf16x2(xs[g][k0 + 8 + 2 * t], xs[g][k0 + 9 + 2 * t]);
-          const uint32_t a3 = bf16x2(xs[g + 8][k0 + 8 + 2 * t], xs[g + 8][k0 + 9 + 2 * t]);
-          const uint32_t b0 = *reinterpret_cast<const uint32_t*>(lrow + k0 + 2 * t);
-          const uint32_t b1 = *reinterpret_cast<const uint32_t*>(lrow + k0 + 8 + 2 * t);
-          mma_bf16(c, a0, a1, a2, a3, b0, b1);
-        }
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[4 * it + e] = c[e];
-      }
-    } else if (rank > 0) {
+    if (rank > 0) {
 #pragma unroll
       for (int q = 0; q < kMaxOut; ++q) {
         const int o = tid + kThreads * q;
@@ -229,17 +196,7 @@ __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_kernel(const W4A4
     else
       static_cast<__nv_bfloat16*>(a.x2)[r * a.ld_x2 + j] = __float2bfloat16_rn(v);
   };
-  if constexpr (kX2OnTensorCores<InT>) {
-    // m16n8 accumulator layout: c0, c1 at (row g, rank 2t, 2t+1), c2, c3 at row g + 8.
-    const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int it = 0; it < 2; ++it) {
-      const int nt = warp + 8 * it;
-      if (nt * 8 >= rank) break;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) store_x2(r0 + g + 8 * (e >> 1), nt * 8 + 2 * t + (e & 1), acc[4 * it + e]);
-    }
-  } else if (rank > 0) {
+  if (rank > 0) {
 #pragma unroll
     for (int q = 0; q < kMaxOut; ++q) {
       const int o = tid + kThreads * q;
@@ -249,90 +206,52 @@ __global__ void __launch_bounds__(kThreads) sm90_w4a4_quantize_kernel(const W4A4
   }
 }
 
-// ---- bf16 X: 64 rows per CTA, a cp.async ring, X2 on ldmatrix-fed tensor cores -------------------------
+// ---- bf16 X: 64 rows per CTA, a TMA ring in wgmma's layout, X2 on wgmma ----------------------------
 // The kernel above is the reference-shaped one (fp16 / fp32 X). bf16 X, the common case, runs this
-// one, built for bandwidth:
-//  * a CTA owns 64 rows (not 16): the L1 chunk it stages [r][128] is shared by four times as many
-//    rows, so the L2 -> shared-memory traffic of the down-projection is r/64 of X's, not r/16;
-//  * chunks of X and L1 arrive through a cp.async ring (raw bf16, 272-byte rows: conflict-free
-//    16-byte reads and ldmatrix);
-//  * per element: x / s as q = x·y, e = fma(-s, q, x), q' = fma(e, y, q) with y = RN(1/s) per group
-//    (Markstein's correction: q' = RN(x/s) exactly, the IEEE quotient the CPU rounds, for every x
-//    with |x/s| >= 2^-26 when 2^-100 <= s <= 2^100; smaller quotients round to 0 either way, other
-//    scales take __fdiv_rn); rint by adding and subtracting 1.5·2^23 (ties to even, and the low
-//    nibble of the sum's bits is the two's-complement code);
-//  * X2: warp w owns m16 tile w % 4 and every other n8 rank tile from w / 4; A and B fragments by
-//    ldmatrix.x4;
+// one. The quantizer is bound by instruction issue long before DRAM unless each element costs few
+// instructions, so everything but the arithmetic of the codes is taken off the threads:
+//  * a CTA owns 64 rows and walks its slice of the row's 128-column chunks through a ring that
+//    thread 0 fills by TMA (two 64-column boxes of X, two of L1 [r][64] per chunk; rows past L and
+//    columns past D1 arrive as zeros), one mbarrier per stage;
+//  * the ring is in the layout the bf16 wgmma reads (K-major, 128-byte swizzle: the TMA boxes are
+//    CuTe's Layout_K_SW128_Atom tiles), so X2 += X·L1ᵀ is a few wgmma per chunk and warp group (up
+//    to rank 64 the warp groups split K, above it the ranks), issued asynchronously before the
+//    thread quantizes;
+//  * quantize: a thread takes 32 values of one row, half of a group of 64 (two lanes share a group;
+//    group 128: four), four conflict-free 16-byte shared loads, the group amax by 1 (2) shuffles (the
+//    fixed cost per group is spread over 32 values), s = amax / 7 and per value x / s as q = a·y,
+//    e = fma(-b, q, a), q' = fma(e, y, q) with y = RN(1/b) (Markstein: q' = RN(a/b) exactly, the IEEE
+//    quotient the CPU rounds, for 2^-97 <= amax <= 2^100; other amax take __fdiv_rn), rint by adding
+//    and subtracting 1.5·2^23 (ties to even; the low nibble of the sum's bits is the two's-complement
+//    code); a lane pair swaps pieces so that each stores two adjacent ones (whole sectors). No clamp:
+//    |x| <= amax and s = RN(amax/7) give |x/s| <= 7 up to one rounding, so every finite input rounds
+//    into -7..7 (non-finite activations have unspecified codes; the packer reports them);
 //  * a row's chunks are split over slices (gridDim.y): with the down-projection a cluster of up to 16
 //    CTAs whose partial X2 tiles meet in distributed shared memory, CTA c adding rows c, c + S, ... in
 //    slice order (deterministic; no workspace, no atomics); at small L the rank is split over
 //    gridDim.z too (each z the X2 of r/Z ranks; z = 0 also quantizes), so a decode-size call streams
 //    L1 from many SMs; without the down-projection, independent slices. bf16_grid picks the shape
-//    from the device's occupancy (one wave where it can);
-//  * rows past L are not loaded, quantized or multiplied (a decode-size block has one valid row).
-constexpr int kQRows = 64;
-constexpr int kRawRowBytes = (kChunk + 8) * 2;   // 272: 16-byte aligned, 8 rows hit 8 different 16-byte bank groups
-constexpr int kStageXBytes = kQRows * kRawRowBytes;  // 17408
-__host__ __device__ inline int stage_bytes(int rank_part) { return kStageXBytes + rank_part * kRawRowBytes; }
-inline int quant_stages(int rank_part) { return rank_part > 64 ? 2 : 3; }
-inline int bf16_smem_bytes(int rank_part) {
-  const int ring = quant_stages(rank_part) * stage_bytes(rank_part);
-  const int red = kQRows * rank_part * 4;  // the X2 partial tile, parked in the ring after the K loop
-  return ring > red ? ring : red;
-}
-static_assert(kRawRowBytes % 16 == 0 && kStageXBytes % 16 == 0, "16-byte cp.async destinations");
-static_assert(kQRows * kChunk / 8 == 4 * kThreads, "four 8-element vectors of X per thread per chunk");
+//    from the device's occupancy.
+using w4a4_quant::kBox;
+using w4a4_quant::kSmemAlign;
+using w4a4_quant::kStageXBytes;
+constexpr int kQRows = w4a4_quant::kRows;
+static_assert(w4a4_quant::kChunk == kChunk && w4a4_quant::kThreads == kThreads, "one chunk and block size");
+constexpr int kQuantPieces = 4;  // 16-byte pieces (8 values) of one group that a thread quantizes per chunk
+static_assert(kQRows * kChunk / 8 == kQuantPieces * kThreads, "one quantize step per thread per chunk");
+inline int bf16_smem_bytes(int nr) { return w4a4_quant::smem_bytes(nr); }
 
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-// Where one thread's row goes: its codes and scales, set up once per kernel (no 64-bit multiply,
-// no division per call); q == nullptr for a row outside the matrix.
-struct QuantRow {
-  uint8_t* q = nullptr;    // the row's codes
-  float* s = nullptr;      // the row's scale of group 0 (group g at s + g * s_grp)
-  int64_t r = 0;           // the row (for the non-finite report)
+// The tensor maps of a launch: X [L][D1] in boxes of 64 x 64, L1 [r][D1] in boxes of (rank part) x 64.
+struct QuantMaps {
+  CUtensorMap x;
+  CUtensorMap l1;
 };
 
-// Eight consecutive values v of row qr from column c (c % 8 == 0): the group amax over the 8 (group
-// 64) or 16 (group 128) lanes that hold the group (every lane calls this: the shuffles), then the
-// codes, the scale and the non-finite check; rows/columns outside the matrix write nothing.
-__device__ __forceinline__ void quantize8(const W4A4QuantArgs& a, const QuantRow& qr, int64_t c, const float (&v)[8],
-                                          int lane) {
-  float amax = 0.0f;
-#pragma unroll
-  for (int u = 0; u < 8; ++u) amax = fmaxf(amax, fabsf(v[u]));
-#pragma unroll
-  for (int off = 1; off <= 4; off <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
-  const bool g128 = a.group == 128;
-  if (g128) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 8));
-  if (qr.q == nullptr || c >= a.cols) return;  // after the shuffles
-  if (a.bad != nullptr)
-#pragma unroll
-    for (int u = 0; u < 8; ++u)
-      if (!isfinite(v[u])) {
-        atomicMin(a.bad, static_cast<unsigned long long>(qr.r * a.cols + c + u));
-        break;
-      }
-  const float s = amax > 0.0f ? fmaxf(__fdiv_rn(amax, 7.0f), FLT_MIN) : 1.0f;  // int4_scale_from_amax
-  constexpr float kMagic = 0x1.8p23f;  // 1.5·2^23: x + kMagic rounds x to an integer, ties to even
-  float t[8];                          // rint(clamp(x/s)) + kMagic; clamping first rounds the same
-  if (s >= 0x1p-100f && s <= 0x1p100f) {
-    const float y = __frcp_rn(s);
-#pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      const float q = __fmul_rn(v[u], y);
-      const float q1 = __fmaf_rn(__fmaf_rn(-s, q, v[u]), y, q);  // = RN(v/s) (Markstein)
-      t[u] = __fadd_rn(fminf(fmaxf(q1, -8.0f), 7.0f), kMagic);
-    }
-  } else {
-#pragma unroll
-    for (int u = 0; u < 8; ++u) t[u] = __fadd_rn(fminf(fmaxf(__fdiv_rn(v[u], s), -8.0f), 7.0f), kMagic);
-  }
-  if (a.q_e4m3) {  // one code per byte, as e4m3 (exact)
+// Eight rounded values t (x/s + 1.5·2^23) as codes: e4m3 bytes (x: values 0-3, y: 4-7) or packed
+// nibbles (x; even column in the low nibble).
+__device__ __forceinline__ uint2 codes8(bool e4m3, const float* t) {
+  constexpr float kMagic = 0x1.8p23f;
+  if (e4m3) {
     uint32_t w[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -342,168 +261,354 @@ __device__ __forceinline__ void quantize8(const W4A4QuantArgs& a, const QuantRow
           make_float2(__fadd_rn(t[4 * h + 2], -kMagic), __fadd_rn(t[4 * h + 3], -kMagic)), __NV_SATFINITE, __NV_E4M3);
       w[h] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
     }
-    *reinterpret_cast<uint2*>(qr.q + c) = make_uint2(w[0], w[1]);  // ldq % 16 == 0, c % 8 == 0
-  } else {  // two codes per byte, even column in the low nibble
-    uint32_t w = 0;
-#pragma unroll
-    for (int u = 0; u < 8; ++u) w |= (__float_as_uint(t[u]) & 0xFu) << (4 * u);
-    *reinterpret_cast<uint32_t*>(qr.q + (c >> 1)) = w;
+    return make_uint2(w[0], w[1]);
   }
-  if ((lane & (g128 ? 15 : 7)) == 0) qr.s[(c >> (g128 ? 7 : 6)) * a.s_grp] = s;  // the group's first lane
+  uint32_t w = 0;
+#pragma unroll
+  for (int u = 0; u < 8; ++u) w |= (__float_as_uint(t[u]) & 0xFu) << (4 * u);
+  return make_uint2(w, 0);
 }
 
-template <int kStages>
-__global__ void __launch_bounds__(kThreads, 2) sm90_w4a4_quantize_bf16_kernel(const W4A4QuantArgs a) {
-  extern __shared__ __align__(128) uint8_t qsmem[];
-  const __nv_bfloat16* x = static_cast<const __nv_bfloat16*>(a.x);
-  const __nv_bfloat16* l1 = static_cast<const __nv_bfloat16*>(a.l1);
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+__device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xFFFF0000u); }
+
+// Where one thread's quantize step writes, advanced chunk by chunk: its row's codes at the chunk's
+// first column (q) and its group's scale (s); null for a row outside the matrix or a CTA that does
+// not quantize (and then never written through).
+struct QuantOut {
+  uint8_t* q = nullptr;
+  float* s = nullptr;
+};
+
+// The down-projection's MMA: wgmma m64nNk16, bf16 x bf16 -> float32, both operands K-major in shared
+// memory with the 128-byte swizzle, by descriptor. Descriptors are built here rather than by CuTe's
+// partition, which recomputes them per instruction: start address (bytes / 16) in bits 0-13, leading
+// byte offset 1 (unused with a swizzle), stride byte offset 1024 / 16 (8 rows of 128 bytes), layout
+// 128-byte swizzle (1 << 62).
+template <int N>
+struct QuantWgmma;
+#define QSGEMM_W4A4_QUANT_WGMMA(N)                                                                        \
+  template <>                                                                                             \
+  struct QuantWgmma<N> {                                                                                  \
+    using Op = cute::SM90::GMMA::MMA_64x##N##x16_F32BF16BF16_SS<cute::GMMA::Major::K, cute::GMMA::Major::K>; \
+  };
+QSGEMM_W4A4_QUANT_WGMMA(16)
+QSGEMM_W4A4_QUANT_WGMMA(24)
+QSGEMM_W4A4_QUANT_WGMMA(32)
+QSGEMM_W4A4_QUANT_WGMMA(40)
+QSGEMM_W4A4_QUANT_WGMMA(48)
+QSGEMM_W4A4_QUANT_WGMMA(56)
+QSGEMM_W4A4_QUANT_WGMMA(64)
+#undef QSGEMM_W4A4_QUANT_WGMMA
+
+// The descriptor's low word for a shared-memory address; an offset of a few KB is added to it as
+// offset / 16 (shared addresses stay below 2^18: no carry out of the 14-bit field).
+__device__ __forceinline__ uint32_t sw128_desc_lo(uint32_t smem_addr) { return ((smem_addr & 0x3FFFFu) >> 4) | (1u << 16); }
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t lo) {
+  uint64_t d;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(lo), "r"(0x40000040u));
+  return d;
+}
+template <class Op, int... I>
+__device__ __forceinline__ void wgmma_ss(uint64_t da, uint64_t db, float (&d)[sizeof...(I)],
+                                         std::integer_sequence<int, I...>) {
+  Op::fma(da, db, d[I]..., cute::GMMA::ScaleOut::One);
+}
+
+template <int kNr>
+__global__ void __launch_bounds__(kThreads, 2) sm90_w4a4_quantize_bf16_kernel(const __grid_constant__ QuantMaps maps,
+                                                                               const W4A4QuantArgs a) {
+  using Tile = w4a4_quant::Tile<kNr>;
+  constexpr int kStages = Tile::kStages;
+  extern __shared__ uint8_t qsmem_raw[];
+  __shared__ uint64_t full[kStages];  // stage st holds its chunk: TMA transaction bytes
+  // The swizzle is a function of the address bits: the ring starts on a 1024-byte boundary.
+  const uint32_t raw0 = w4a4_ptx::smem_u32(qsmem_raw);
+  uint8_t* const ring = qsmem_raw + ((kSmemAlign - (raw0 & (kSmemAlign - 1))) & (kSmemAlign - 1));
+  uint8_t* const l_ring = ring + kStages * kStageXBytes;
+
+  const int tid = threadIdx.x, warp = tid >> 5;
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kQRows;
-  // Rows of this block inside the matrix. Rows past them are neither loaded nor quantized, and their
-  // m16 tiles not multiplied: an MMA's output row depends on its own input row only, so whatever
-  // the ring holds there reaches only outputs that are not stored (a decode-size call does 1/64 of
-  // the work of a full block).
   const int valid_rows = a.rows - r0 < kQRows ? static_cast<int>(a.rows - r0) : kQRows;
-  // This CTA's ranks [j0, j0 + nr) of the down-projection (gridDim.z parts); part 0 also quantizes.
-  const int parts = static_cast<int>(gridDim.z), part = static_cast<int>(blockIdx.z);
-  const int nr = a.rank / parts, j0 = part * nr;
-  const bool quantizes = part == 0;
-  const int sbytes = stage_bytes(nr);
+  // This CTA's ranks [j0, j0 + kNr) of the down-projection (gridDim.z parts); part 0 also quantizes.
+  const int j0 = static_cast<int>(blockIdx.z) * kNr;
+  const bool quantizes = blockIdx.z == 0;
   // This CTA's slice of the chunks: [first, first + nchunks) of the row's ceil(cols / 128).
   const int slices = static_cast<int>(gridDim.y), slice = static_cast<int>(blockIdx.y);
   const int64_t all_chunks = (a.cols + kChunk - 1) / kChunk;
   const int64_t per_slice = (all_chunks + slices - 1) / slices;
   const int64_t first = slice * per_slice;
-  const int64_t nchunks = first >= all_chunks ? 0 : (all_chunks - first < per_slice ? all_chunks - first : per_slice);
-  const uint32_t smem0 = w4a4_ptx::smem_u32(qsmem);
+  const int nchunks = static_cast<int>(first >= all_chunks ? 0 : (all_chunks - first < per_slice ? all_chunks - first : per_slice));
 
-  // Chunk ch into stage st: X rows r0 .. r0 + 63 (64 x 16 pieces of 16 bytes, when this CTA quantizes
-  // or projects), then L1 rows j0 .. j0 + nr - 1. Pieces outside the matrix are zero-filled.
-  auto load_chunk = [&](int st, int64_t ch) {
-    const int64_t c0 = (first + ch) * kChunk;
-    const uint32_t base = smem0 + static_cast<uint32_t>(st * sbytes);
+  if (tid == 0) {
+    cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&maps.x));
+    if constexpr (kNr > 0) cute::prefetch_tma_descriptor(reinterpret_cast<const cute::TmaDescriptor*>(&maps.l1));
 #pragma unroll
-    for (int it = 0; it < kQRows * 16 / kThreads; ++it) {
-      const int e = tid + it * kThreads, i = e >> 4, q = e & 15;
-      if (i >= valid_rows) break;  // i grows with it
-      const int64_t r = r0 + i, c = c0 + q * 8;
-      const bool ok = c < a.cols;  // cols % 64 == 0: a piece is wholly in or out
-      cp_async_16(base + i * kRawRowBytes + q * 16, ok ? static_cast<const void*>(x + r * a.ldx + c) : a.x, ok ? 16 : 0);
-    }
-    for (int e = tid; e < nr * 16; e += kThreads) {
-      const int j = e >> 4, q = e & 15;
-      const int64_t c = c0 + q * 8;
-      const bool ok = c < a.cols;
-      cp_async_16(base + kStageXBytes + j * kRawRowBytes + q * 16,
-                  ok ? static_cast<const void*>(l1 + (j0 + j) * a.ld_l1 + c) : a.x, ok ? 16 : 0);
+    for (int st = 0; st < kStages; ++st) cutlass::arch::ClusterTransactionBarrier::init(&full[st], 1);
+    cutlass::arch::fence_barrier_init();
+  }
+  __syncthreads();
+  // Thread 0: chunk ch of the slice into stage st (X streams once: evict first; L1 is re-read by every
+  // row block: evict last). Out-of-bounds box elements count as transaction bytes too.
+  auto load_chunk = [&](int st, int ch) {
+    constexpr uint32_t kBytes = kStageXBytes + Tile::kLBytes;
+    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&full[st], kBytes);
+    const int c0 = static_cast<int>((first + ch) * kChunk), row = static_cast<int>(r0);
+#pragma unroll
+    for (int h = 0; h < kChunk / kBox; ++h) {
+      cute::SM90_TMA_LOAD_2D::copy(&maps.x, &full[st], static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST),
+                                   ring + st * kStageXBytes + h * (kQRows * kBox * 2), c0 + h * kBox, row);
+      if constexpr (kNr > 0)
+        cute::SM90_TMA_LOAD_2D::copy(&maps.l1, &full[st], static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_LAST),
+                                     l_ring + st * Tile::kLBytes + h * (kNr * kBox * 2), c0 + h * kBox, j0);
     }
   };
 
-  // X2 fragments: m16 tile mt, n8 tiles nt0, nt0 + 2, ... below nr / 8.
-  const int mt = warp & 3, nt0 = warp >> 2, n8 = nr / 8;
-  float acc[kW4A4MaxRank / 16][4];
+  // Quantize: thread (warp w, lane l) takes row 8w + 4·((l >> 2) & 1) + (l >> 3) of the chunk, box
+  // b = (l >> 1) & 1 (columns 64b .. 64b + 63: one group of 64) and half h = l & 1 of it: its pieces
+  // w_k = (2b + h + 2k) mod 8, k = 0..3 (the even or the odd pieces of the box; piece w covers columns
+  // 64b + 8w .. + 7). Load k of lanes 8j .. 8j + 7 reads rows ρ and ρ + 4 at pieces 2k .. 2k + 3: under
+  // the swizzle (16-byte unit ^ row % 8) 8 different 16-byte bank groups, no conflict.
+  const int lane = tid & 31;
+  const int qrow = 8 * warp + 4 * ((lane >> 2) & 1) + (lane >> 3), box = (lane >> 1) & 1, half = lane & 1;
+  const bool g128 = a.group == 128;
+  const bool lead = half == 0 && (!g128 || box == 0);  // writes the group's scale
+  int qcol[kQuantPieces];  // the pieces' first columns within the chunk
+  uint32_t lds[kQuantPieces];  // and their ring offsets (stage 0)
 #pragma unroll
-  for (int u = 0; u < kW4A4MaxRank / 16; ++u)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc[u][e] = 0.0f;
-  // ldmatrix row addresses (lane l supplies row l % 8 of matrix l / 8): A = X rows of tile mt
-  // (matrices: rows 0-7 / 8-15 x k 0-7, then k 8-15); B = L1 rows of an n8 tile (k 0-7, 8-15, 16-23, 24-31).
-  const uint32_t a_off = static_cast<uint32_t>((mt * 16 + (lane & 7) + 8 * ((lane >> 3) & 1)) * kRawRowBytes + 16 * (lane >> 4));
-  const uint32_t b_off = static_cast<uint32_t>(kStageXBytes + (lane & 7) * kRawRowBytes + 16 * (lane >> 3));
-
-  QuantRow qrows[4];  // pass p's row (see the quantize loop)
-#pragma unroll
-  for (int p = 0; p < 4; ++p) {
-    const int64_t r = r0 + 16 * p + (tid >> 4);
-    qrows[p].r = r;
-    if (quantizes && r < a.rows) {
-      qrows[p].q = a.q + r * a.ldq;
-      qrows[p].s = a.scales + r * a.s_row;
-    }
+  for (int k = 0; k < kQuantPieces; ++k) {
+    qcol[k] = kBox * box + 8 * ((2 * box + half + 2 * k) & 7);
+    lds[k] = 2u * static_cast<uint32_t>(w4a4_quant::tma_sw128_offset(qrow, qcol[k], kQRows));
+  }
+  const int q_step = a.q_e4m3 ? kChunk : kChunk / 2;
+  const int64_t s_step = (kChunk / a.group) * a.s_grp;
+  QuantOut out;
+  int64_t col = first * kChunk + kBox * box;  // the first column of this thread's group in the current chunk
+  const int64_t qr = r0 + qrow;
+  const bool row_ok = qr < a.rows;  // (out advances chunk by chunk: it is never tested for null)
+  if (quantizes && row_ok) {
+    out.q = a.q + qr * a.ldq + (a.q_e4m3 ? first * kChunk : first * kChunk / 2);
+    out.s = a.scales + qr * a.s_row + (col / a.group) * a.s_grp;
   }
 
+  // The MMA. Up to 64 ranks the two warp groups split each chunk's K (warp group g takes box g: four
+  // k-steps of m64 n kNr), above 64 its ranks (g takes columns [g·kNr/2, (g + 1)·kNr/2), all eight
+  // k-steps): the widest N that fits the registers, so the fewest wgmma. Each thread holds the wgmma
+  // D fragment (n8 block j, value e at row 16·warp + lane/4 + 8·(e/2), column 8j + 2·(lane % 4) +
+  // e % 2). k-step k's operands start kstep_offset_bytes into the stage (checked on the CPU).
+  constexpr bool kKSplit = kNr <= 64;
+  constexpr int kMmaN = kKSplit ? kNr : kNr / 2;
+  constexpr int kAcc = kNr > 0 ? kMmaN / 2 : 1;
+  constexpr int kParts = kKSplit ? 2 : 1;  // partial X2 tiles per CTA
+  static_assert(kParts * kQRows * kNr * 4 <= w4a4_quant::ring_bytes(kNr), "the partial X2 tiles fit the ring");
+  float acc[kAcc];
 #pragma unroll
-  for (int st = 0; st < kStages - 1; ++st) {
-    if (st < nchunks) load_chunk(st, st);
-    cp_async_commit();
-  }
-  for (int64_t ch = 0; ch < nchunks; ++ch) {
-    cp_async_wait<kStages - 2>();
-    __syncthreads();  // chunk ch is visible to all; every thread is done with chunk ch - 1's stage
-    if (ch + kStages - 1 < nchunks) load_chunk(static_cast<int>((ch + kStages - 1) % kStages), ch + kStages - 1);
-    cp_async_commit();
-    const int st = static_cast<int>(ch % kStages);
-    const uint8_t* xs = qsmem + st * sbytes;  // [64][136] bf16
-    const int64_t c0 = (first + ch) * kChunk;
+  for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+  const int wg = __shfl_sync(0xFFFFFFFFu, tid >> 7, 0);  // warp-uniform, and known to be
+  const uint32_t x_desc0 = sw128_desc_lo(w4a4_ptx::smem_u32(ring));
+  const uint32_t l_desc0 = sw128_desc_lo(w4a4_ptx::smem_u32(l_ring) + (kKSplit ? 0 : wg * kMmaN * (kBox * 2)));
 
-    if (quantizes) {  // pass p: rows 16p + tid / 16, columns 8·(tid % 16) .. + 7
+  if (tid == 0)
 #pragma unroll
-      for (int p = 0; p < 4; ++p) {
-        const int i = 16 * p + (tid >> 4), k = 8 * (tid & 15);
-        if (16 * p + 2 * warp >= valid_rows) break;  // the warp's two rows (and all later passes') are past the matrix
-        const uint4 u = *reinterpret_cast<const uint4*>(xs + i * kRawRowBytes + 2 * k);
-        const float v[8] = {__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xFFFF0000u),
-                            __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xFFFF0000u),
-                            __uint_as_float(u.z << 16), __uint_as_float(u.z & 0xFFFF0000u),
-                            __uint_as_float(u.w << 16), __uint_as_float(u.w & 0xFFFF0000u)};
-        quantize8(a, qrows[p], c0 + k, v, lane);
-      }
-    }
+    for (int st = 0; st < kStages - 1; ++st)
+      if (st < nchunks) load_chunk(st, st);
+  for (int ch = 0; ch < nchunks; ++ch) {
+    const int st = ch % kStages;
+    if (ch > 0) __syncthreads();  // every thread is done with chunk ch - 1 (its stage is refilled next)
+    if (tid == 0 && ch + kStages - 1 < nchunks) load_chunk((ch + kStages - 1) % kStages, ch + kStages - 1);
+    cutlass::arch::ClusterTransactionBarrier::wait(&full[st], static_cast<uint32_t>((ch / kStages) & 1));
 
-    if (nr > 0 && mt * 16 < valid_rows) {  // X2 += X_chunk · L1_chunkᵀ (bf16 m16n8k16, float32 accumulators)
-      const uint32_t sbase = smem0 + static_cast<uint32_t>(st * sbytes);
+    if constexpr (kNr > 0) {  // X2 += X_chunk · L1_chunkᵀ, asynchronously while this thread quantizes
+      using Op = typename QuantWgmma<kMmaN>::Op;
+      const uint32_t xa = x_desc0 + st * (kStageXBytes / 16), la = l_desc0 + st * (Tile::kLBytes / 16);
 #pragma unroll
-      for (int kp = 0; kp < kChunk / 32; ++kp) {
-        uint32_t a0[4], a1[4];
-        ldmatrix_x4(a0, sbase + a_off + kp * 64);
-        ldmatrix_x4(a1, sbase + a_off + kp * 64 + 32);
+      for (int i = 0; i < kAcc; ++i) cute::warpgroup_fence_operand(acc[i]);
+      cute::warpgroup_arrive();
+      if constexpr (kKSplit) {
 #pragma unroll
-        for (int u = 0; u < kW4A4MaxRank / 16; ++u) {
-          const int nt = nt0 + 2 * u;
-          if (nt >= n8) break;
-          uint32_t b[4];
-          ldmatrix_x4(b, sbase + b_off + nt * 8 * kRawRowBytes + kp * 64);
-          mma_bf16(acc[u], a0[0], a0[1], a0[2], a0[3], b[0], b[1]);
-          mma_bf16(acc[u], a1[0], a1[1], a1[2], a1[3], b[2], b[3]);
+        for (int kk = 0; kk < kChunk / 32; ++kk) {
+          const int k = (kChunk / 32) * wg + kk;  // box wg
+          wgmma_ss<Op>(sw128_desc(xa + w4a4_quant::kstep_offset_bytes(k, kQRows) / 16),
+                       sw128_desc(la + w4a4_quant::kstep_offset_bytes(k, kNr) / 16), acc,
+                       std::make_integer_sequence<int, kAcc>{});
         }
+      } else {
+#pragma unroll
+        for (int k = 0; k < kChunk / 16; ++k)
+          wgmma_ss<Op>(sw128_desc(xa + w4a4_quant::kstep_offset_bytes(k, kQRows) / 16),
+                       sw128_desc(la + w4a4_quant::kstep_offset_bytes(k, kNr) / 16), acc,
+                       std::make_integer_sequence<int, kAcc>{});
+      }
+      cute::warpgroup_commit_batch();
+    }
+
+    if (quantizes && 8 * warp < valid_rows) {  // (a warp whose eight rows are all past L skips)
+      const bool ok = row_ok && col < a.cols;  // the row and the group inside the matrix
+      const uint8_t* xs = ring + st * kStageXBytes;
+      uint32_t w[4 * kQuantPieces];
+#pragma unroll
+      for (int k = 0; k < kQuantPieces; ++k) {
+        const uint4 u = *reinterpret_cast<const uint4*>(xs + lds[k]);
+        w[4 * k] = u.x, w[4 * k + 1] = u.y, w[4 * k + 2] = u.z, w[4 * k + 3] = u.w;
+      }
+      // The group amax: the magnitudes' bits order as the magnitudes (bf16 pairs, one max per pair).
+      __nv_bfloat162 m2 = __habs2(*reinterpret_cast<const __nv_bfloat162*>(&w[0]));
+#pragma unroll
+      for (int u = 1; u < 4 * kQuantPieces; ++u) m2 = __hmax2(m2, __habs2(*reinterpret_cast<const __nv_bfloat162*>(&w[u])));
+      float amax = fmaxf(__low2float(m2), __high2float(m2));
+      amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 1));
+      if (g128) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, 2));
+      uint2 cw[kQuantPieces] = {};  // the codes of piece k
+      float s = 0.0f;
+      if (ok) {  // after the shuffles
+        constexpr int kV = 8 * kQuantPieces;
+        float v[kV];
+#pragma unroll
+        for (int u = 0; u < kV / 2; ++u) v[2 * u] = bf16_lo(w[u]), v[2 * u + 1] = bf16_hi(w[u]);
+        if (a.bad != nullptr) {  // the packer: the smallest non-finite index of this thread's values
+          unsigned long long bad = ~0ull;
+          const int64_t rc = qr * a.cols + col - kBox * box;
+#pragma unroll
+          for (int u = 0; u < kV; ++u)
+            if (!isfinite(v[u])) {
+              const unsigned long long idx = static_cast<unsigned long long>(rc + qcol[u / 8] + u % 8);
+              bad = idx < bad ? idx : bad;
+            }
+          if (bad != ~0ull) atomicMin(a.bad, bad);
+        }
+        // s = int4_scale_from_amax(amax) = max(RN(amax/7), FLT_MIN), 1 for amax 0; the codes RN(v/s),
+        // rounded to integers by + kMagic (1.5·2^23: ties to even).
+        constexpr float kMagic = 0x1.8p23f;
+        float t[kV];
+        if (amax >= 0x1p-97f && amax <= 0x1p100f) {
+          // Both divisions by Markstein's correction, q' = fma(fma(-b, q, a), y, q) with q = a·y and
+          // y = RN(1/b), which is RN(a/b) here: for b = 7 (checked for every float mantissa from
+          // 2^-100 to 2^101) and for b = s in [2^-100, 2^98].
+          constexpr float kSeventh = 1.0f / 7.0f;  // RN(1/7)
+          const float q7 = __fmul_rn(amax, kSeventh);
+          s = __fmaf_rn(__fmaf_rn(-7.0f, q7, amax), kSeventh, q7);
+          const float y = __frcp_rn(s);
+#pragma unroll
+          for (int u = 0; u < kV; ++u) {
+            const float q = __fmul_rn(v[u], y);
+            t[u] = __fadd_rn(__fmaf_rn(__fmaf_rn(-s, q, v[u]), y, q), kMagic);
+          }
+        } else {  // IEEE divisions (also amax 0: s = 1, codes 0)
+          s = amax > 0.0f ? fmaxf(__fdiv_rn(amax, 7.0f), FLT_MIN) : 1.0f;
+#pragma unroll
+          for (int u = 0; u < kV; ++u) t[u] = __fadd_rn(__fdiv_rn(v[u], s), kMagic);
+        }
+#pragma unroll
+        for (int k = 0; k < kQuantPieces; ++k) cw[k] = codes8(a.q_e4m3, t + 8 * k);
+      }
+      // Adjacent pieces to one thread, so that a store writes whole 32-byte sectors: lane h = 0 of the
+      // pair takes pieces 2b + 4j, + 1 (its own and its partner's), h = 1 pieces 2b + 4j + 2, + 3.
+#pragma unroll
+      for (int j = 0; j < kQuantPieces / 2; ++j) {
+        const uint2 send = half ? cw[2 * j] : cw[2 * j + 1];
+        uint2 got;
+        got.x = __shfl_xor_sync(0xFFFFFFFFu, send.x, 1);
+        got.y = a.q_e4m3 ? __shfl_xor_sync(0xFFFFFFFFu, send.y, 1) : 0u;
+        const uint2 lo = half ? got : cw[2 * j], hi = half ? cw[2 * j + 1] : got;
+        const int c = kBox * box + 8 * ((2 * box + 4 * j + 2 * half) & 7);
+        if (!ok) continue;
+        if (a.q_e4m3)
+          *reinterpret_cast<uint4*>(out.q + c) = make_uint4(lo.x, lo.y, hi.x, hi.y);  // ldq % 16 == 0, c % 16 == 0
+        else
+          *reinterpret_cast<uint2*>(out.q + c / 2) = make_uint2(lo.x, hi.x);
+      }
+      if (ok && lead) *out.s = s;
+      out.q += q_step;
+      out.s += s_step;
+      col += kChunk;
+    }
+    if constexpr (kNr > 0) {
+      cute::warpgroup_wait<0>();
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) cute::warpgroup_fence_operand(acc[i]);
+    }
+  }
+  if constexpr (kNr > 0) {
+    // X2 over the slices: every CTA parks its partial tiles [kParts][64][kNr] (floats) at the start of
+    // its ring; CTA c of the cluster adds rows c, c + S, ... over the slices in order 0, 1, ... (and
+    // the parts of each in order) and stores them.
+    namespace cg = cooperative_groups;
+    float* red = reinterpret_cast<float*>(ring);
+    __syncthreads();  // every thread is past its last read of the ring
+    {
+      const int lane = tid & 31, row = 16 * (warp & 3) + (lane >> 2);
+      float* mine = red + (kKSplit ? wg * kQRows * kNr : wg * kMmaN) + 2 * (lane & 3);
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) mine[(row + 8 * ((i >> 1) & 1)) * kNr + 8 * (i >> 2) + (i & 1)] = acc[i];
+    }
+    if (slices > 1)
+      cg::this_cluster().sync();
+    else
+      __syncthreads();
+    // Four ranks per thread and step (16-byte loads and stores), the loads of four slices issued before
+    // their sums (distributed shared memory is far: one at a time would serialize its latency).
+    const int my_rows = (kQRows - slice + slices - 1) / slices;
+    constexpr int kQuads = kNr / 4;
+    for (int e = tid; e < my_rows * kQuads; e += kThreads) {
+      const int i = slice + slices * (e / kQuads), j = 4 * (e % kQuads);
+      const int64_t r = r0 + i;
+      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      for (int c0 = 0; c0 < slices; c0 += 4) {
+        float4 p[4][kParts];
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+          if (c0 + u < slices) {
+            const float* part = slices > 1 ? cg::this_cluster().map_shared_rank(red, c0 + u) : red;
+#pragma unroll
+            for (int g = 0; g < kParts; ++g) p[u][g] = *reinterpret_cast<const float4*>(part + g * kQRows * kNr + i * kNr + j);
+          }
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+          if (c0 + u < slices)
+#pragma unroll
+            for (int g = 0; g < kParts; ++g) {  // in slice order, then part order: deterministic
+              v.x += p[u][g].x;
+              v.y += p[u][g].y;
+              v.z += p[u][g].z;
+              v.w += p[u][g].w;
+            }
+      }
+      if (r >= a.rows) continue;
+      if (a.x2_f32) {
+        *reinterpret_cast<float4*>(static_cast<float*>(a.x2) + r * a.ld_x2 + j0 + j) = v;  // 16-byte rows
+      } else {
+        const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+        *reinterpret_cast<uint2*>(static_cast<__nv_bfloat16*>(a.x2) + r * a.ld_x2 + j0 + j) =
+            make_uint2(*reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi));
       }
     }
+    if (slices > 1) cg::this_cluster().sync();  // the other CTAs' shared memory outlives their readers
   }
-  cp_async_wait<0>();
-  if (nr == 0) return;
+}
 
-  // X2 over the slices: every CTA parks its partial tile [64][nr] (floats) at the start of its ring;
-  // CTA c of the cluster adds rows c, c + S, ... over the slices in order 0, 1, ... and stores them.
-  namespace cg = cooperative_groups;
-  float* red = reinterpret_cast<float*>(qsmem);
-  __syncthreads();  // every thread is past its last read of the ring
-  {
-    const int g = lane >> 2, t = lane & 3;  // m16n8 accumulators: c0, c1 at (row g, 2t, 2t+1), c2, c3 at row g + 8
-#pragma unroll
-    for (int u = 0; u < kW4A4MaxRank / 16; ++u) {
-      const int nt = nt0 + 2 * u;
-      if (nt >= n8) break;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) red[(mt * 16 + g + 8 * (e >> 1)) * nr + nt * 8 + 2 * t + (e & 1)] = acc[u][e];
+// The tensor maps of a launch (host): bf16 [rows][cols] at base with ld elements per row, boxes of
+// box_rows x 64, the 128-byte swizzle, zeros out of bounds. The driver's encoder is looked up once
+// through the runtime (the library does not link libcuda: CPU-only machines load it too).
+cudaError_t encode_bf16_map(CUtensorMap* m, const void* base, int64_t rows, int64_t cols, int64_t ld, int box_rows) {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      fn = nullptr;
     }
-  }
-  if (slices > 1)
-    cg::this_cluster().sync();
-  else
-    __syncthreads();
-  const int my_rows = (kQRows - slice + slices - 1) / slices;
-  for (int e = tid; e < my_rows * nr; e += kThreads) {
-    const int i = slice + slices * (e / nr), j = e % nr;
-    const int64_t r = r0 + i;
-    float v = 0.0f;
-    for (int c = 0; c < slices; ++c) v += (slices > 1 ? cg::this_cluster().map_shared_rank(red, c) : red)[i * nr + j];
-    if (r >= a.rows) continue;
-    if (a.x2_f32)
-      static_cast<float*>(a.x2)[r * a.ld_x2 + j0 + j] = v;
-    else
-      static_cast<__nv_bfloat16*>(a.x2)[r * a.ld_x2 + j0 + j] = __float2bfloat16_rn(v);
-  }
-  if (slices > 1) cg::this_cluster().sync();  // the other CTAs' shared memory outlives their readers
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  if (encode == nullptr) return cudaErrorNotSupported;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kBox), static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t elem[2] = {1, 1};
+  const CUresult r = encode(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, elem,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 
@@ -514,6 +619,7 @@ __global__ void __launch_bounds__(kThreads, 2) sm90_w4a4_quantize_bf16_kernel(co
 // does): at decode sizes the slices of a row are all the parallelism there is.
 constexpr int kMaxCluster = 16;
 struct QuantOccupancy {
+  int sms = 0;
   int ctas = 0;
   int clusters[kW4A4MaxRank / 16 + 1][kMaxCluster + 1] = {};
 };
@@ -540,38 +646,49 @@ struct Bf16Launch {
   Bf16Launch& operator=(const Bf16Launch&) = delete;
 };
 
-template <int kStages>
+// The bf16 kernel of a rank part (0 or a multiple of 16 up to kW4A4MaxRank).
+using QuantKernel = void (*)(QuantMaps, W4A4QuantArgs);
+QuantKernel bf16_kernel(int rank_part) {
+  switch (rank_part) {
+    case 16: return sm90_w4a4_quantize_bf16_kernel<16>;
+    case 32: return sm90_w4a4_quantize_bf16_kernel<32>;
+    case 48: return sm90_w4a4_quantize_bf16_kernel<48>;
+    case 64: return sm90_w4a4_quantize_bf16_kernel<64>;
+    case 80: return sm90_w4a4_quantize_bf16_kernel<80>;
+    case 96: return sm90_w4a4_quantize_bf16_kernel<96>;
+    case 112: return sm90_w4a4_quantize_bf16_kernel<112>;
+    case 128: return sm90_w4a4_quantize_bf16_kernel<128>;
+    default: return sm90_w4a4_quantize_bf16_kernel<0>;
+  }
+}
+static_assert(kW4A4MaxRank == 128, "bf16_kernel lists every rank part");
+
 cudaError_t max_clusters(int rank_part, int size, int* n) {
   const Bf16Launch l(dim3(1, static_cast<unsigned>(size), 1), rank_part, true, nullptr);
-  return cudaOccupancyMaxActiveClusters(n, sm90_w4a4_quantize_bf16_kernel<kStages>, &l.cfg);
+  return cudaOccupancyMaxActiveClusters(n, bf16_kernel(rank_part), &l.cfg);
 }
 
 cudaError_t bf16_setup(int sm_count, QuantOccupancy* o) {
-  cudaError_t e = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<3>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       bf16_smem_bytes(64));
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             bf16_smem_bytes(kW4A4MaxRank));
-  int max_cluster = 8;
-  if (e == cudaSuccess) {
-    const cudaError_t np3 = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<3>,
-                                                 cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    const cudaError_t np2 = cudaFuncSetAttribute(sm90_w4a4_quantize_bf16_kernel<2>,
-                                                 cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    if (np3 == cudaSuccess && np2 == cudaSuccess)
-      max_cluster = kMaxCluster;
-    else
+  cudaError_t e = cudaSuccess;
+  bool non_portable = true;
+  for (int nr = 0; nr <= kW4A4MaxRank && e == cudaSuccess; nr += 16) {
+    e = cudaFuncSetAttribute(bf16_kernel(nr), cudaFuncAttributeMaxDynamicSharedMemorySize, bf16_smem_bytes(nr));
+    if (e == cudaSuccess && nr > 0 &&
+        cudaFuncSetAttribute(bf16_kernel(nr), cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+      non_portable = false;
       (void)cudaGetLastError();  // not this device: portable sizes only
+    }
   }
+  const int max_cluster = non_portable ? kMaxCluster : 8;
   int per_sm = 0;
   if (e == cudaSuccess)
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sm90_w4a4_quantize_bf16_kernel<3>, kThreads,
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bf16_kernel(0), kThreads,
                                                       static_cast<size_t>(bf16_smem_bytes(0)));
+  o->sms = sm_count;
   o->ctas = per_sm * sm_count;
   for (int j = 1; j <= kW4A4MaxRank / 16 && e == cudaSuccess; ++j)
     for (int c = 1; c <= max_cluster && e == cudaSuccess; ++c) {
-      const cudaError_t q = quant_stages(16 * j) == 3 ? max_clusters<3>(16 * j, c, &o->clusters[j][c])
-                                                      : max_clusters<2>(16 * j, c, &o->clusters[j][c]);
+      const cudaError_t q = max_clusters(16 * j, c, &o->clusters[j][c]);
       if (q != cudaSuccess) {  // a size above 8 the device refuses: not used
         if (c <= 8) e = q;
         o->clusters[j][c] = 0;
@@ -582,9 +699,12 @@ cudaError_t bf16_setup(int sm_count, QuantOccupancy* o) {
 }
 
 // The bf16 kernel's grid: 64-row blocks x slices of the chunks x parts of the rank. A CTA's time is
-// about its chunks, so the pick minimizes waves x chunks per slice (the smallest slice count of the
-// best): without the down-projection independent slices; with it a cluster of slices (sizes the
-// device allows), then the rank split into the most parts (dividing r / 16) that add no wave.
+// about its chunks, and CTAs that share an SM share its issue slots (the kernel is bound by them), so
+// the pick minimizes waves x chunks per slice with a wave of at most one CTA per SM (the smallest
+// slice count of the best): without the down-projection independent slices; with it a cluster of
+// slices (sizes the device allows), then the rank split into the most parts (dividing r / 16) that
+// add no wave. Measured on the H200 (tuning/w4a4_quantizer_grid.txt): at L = 4096, r = 64, 2
+// slices of 16 chunks take 28 µs where 7 of 5 (two CTAs per SM) took 39.
 struct QuantGrid {
   int64_t rows = 0, slices = 1;
   int parts = 1;
@@ -594,8 +714,11 @@ QuantGrid bf16_grid(const W4A4QuantArgs& a, const QuantOccupancy& o) {
   g.rows = (a.rows + kQRows - 1) / kQRows;
   const int64_t chunks = (a.cols + kChunk - 1) / kChunk;
   const int jr = a.rank / 16;
-  auto cap = [&](int64_t s) -> int64_t {  // CTAs (rank 0) or clusters (rank > 0) at once; 0: not allowed
-    return a.rank > 0 ? o.clusters[jr][s] : (o.ctas > 0 ? o.ctas : 1);
+  // CTAs (rank 0) or clusters of s (rank > 0) that run at full speed at once: what the device holds,
+  // at most one CTA per SM (0: not allowed).
+  const int64_t sms = o.sms > 0 ? o.sms : 1;
+  auto cap = [&](int64_t s) -> int64_t {
+    return a.rank > 0 ? std::min<int64_t>(o.clusters[jr][s], sms / s) : std::min<int64_t>(o.ctas > 0 ? o.ctas : 1, sms);
   };
   int64_t best = -1;
   for (int64_t s = 1; s <= chunks && s <= (a.rank > 0 ? kMaxCluster : chunks); ++s) {
@@ -614,7 +737,7 @@ QuantGrid bf16_grid(const W4A4QuantArgs& a, const QuantOccupancy& o) {
     const int64_t c = cap(g.slices) > 0 ? cap(g.slices) : 1, waves = (g.rows + c - 1) / c;
     for (int p = jr; p > 1; --p) {
       if (jr % p != 0) continue;
-      const int64_t cp = o.clusters[jr / p][g.slices];  // clusters of rank part 16 * jr / p
+      const int64_t cp = std::min<int64_t>(o.clusters[jr / p][g.slices], sms / g.slices);  // of rank part 16 * jr / p
       if (cp > 0 && (g.rows * p + cp - 1) / cp <= waves) {
         g.parts = p;
         break;
@@ -647,9 +770,15 @@ void run_w4a4_quantize(const W4A4QuantArgs& a, cudaStream_t stream) {
       const int rank_part = a.rank / g.parts;
       const Bf16Launch l(dim3(static_cast<unsigned>(g.rows), static_cast<unsigned>(g.slices), static_cast<unsigned>(g.parts)),
                          rank_part, a.rank > 0, stream);  // rank 0: independent slices, any number
-      const cudaError_t e = quant_stages(rank_part) == 3
-                                ? cudaLaunchKernelEx(&l.cfg, sm90_w4a4_quantize_bf16_kernel<3>, a)
-                                : cudaLaunchKernelEx(&l.cfg, sm90_w4a4_quantize_bf16_kernel<2>, a);
+      QuantMaps maps;
+      std::memset(&maps, 0, sizeof(maps));  // l1 stays zero (unused) at rank 0
+      cudaError_t e = encode_bf16_map(&maps.x, a.x, a.rows, a.cols, a.ldx, kQRows);
+      if (e == cudaSuccess && a.rank > 0) e = encode_bf16_map(&maps.l1, a.l1, a.rank, a.cols, a.ld_l1, rank_part);
+      if (e != cudaSuccess) {
+        detail::check_cuda(e, "w4a4 quantizer", "cuTensorMapEncodeTiled");
+        return;
+      }
+      e = cudaLaunchKernelEx(&l.cfg, bf16_kernel(rank_part), maps, a);
       detail::check_cuda(e, "w4a4 quantizer", "cudaLaunchKernelEx(bf16 quantizer)");
       break;
     }
