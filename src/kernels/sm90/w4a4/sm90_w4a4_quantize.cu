@@ -546,8 +546,9 @@ __global__ void __launch_bounds__(kThreads, 2) sm90_w4a4_quantize_bf16_kernel(co
     else
       __syncthreads();
     // Four ranks per thread and step (16-byte loads and stores), the loads of four slices issued before
-    // their sums (distributed shared memory is far: one at a time would serialize its latency).
-    const int my_rows = (kQRows - slice + slices - 1) / slices;
+    // their sums (distributed shared memory is far: one at a time would serialize its latency); rows
+    // past L are not summed (a decode-size block has one row of 64).
+    const int my_rows = (valid_rows - slice + slices - 1) / slices;
     constexpr int kQuads = kNr / 4;
     for (int e = tid; e < my_rows * kQuads; e += kThreads) {
       const int i = slice + slices * (e / kQuads), j = 4 * (e % kQuads);
@@ -573,7 +574,6 @@ __global__ void __launch_bounds__(kThreads, 2) sm90_w4a4_quantize_bf16_kernel(co
               v.w += p[u][g].w;
             }
       }
-      if (r >= a.rows) continue;
       if (a.x2_f32) {
         *reinterpret_cast<float4*>(static_cast<float*>(a.x2) + r * a.ld_x2 + j0 + j) = v;  // 16-byte rows
       } else {
