@@ -32,14 +32,12 @@
 #include <cfloat>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 #include <utility>
 
 #include "cute/arch/copy_sm90_desc.hpp"
 #include "cute/arch/copy_sm90_tma.hpp"
 #include "cute/arch/mma_sm90.hpp"
 #include "cute/arch/mma_sm90_gmma_ext.hpp"  // the n24 / n40 / n48 / n56 shapes
-#include "cute/atom/mma_atom.hpp"
 #include "cute/tensor.hpp"
 #include "cutlass/arch/barrier.h"
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
