@@ -79,6 +79,18 @@ __device__ __forceinline__ void int4x8_to_e4m3(uint32_t pos_lo, uint32_t neg_lo,
       : "r"(pos_lo), "r"(neg_lo), "r"(idx), "r"(0x32103210u | sign), "r"(0x32103210u | (sign >> 16)));
 }
 
+// wgmma shared-memory descriptors for K-major operands with the 128-byte swizzle (rows of 128 bytes,
+// 8-row atoms 1024 bytes apart), built by hand: CuTe's partition recomputes them per instruction.
+// The low word: start address / 16 in bits 0-13, leading byte offset 1 (unused with a swizzle); an
+// offset of a few KB is added to it as offset / 16 (shared addresses stay below 2^18: no carry out of
+// the 14-bit field). The high word: stride byte offset 1024 / 16, layout "128-byte swizzle" (1 << 62).
+__device__ __forceinline__ uint32_t sw128_desc_lo(uint32_t smem_addr) { return ((smem_addr & 0x3FFFFu) >> 4) | (1u << 16); }
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t lo) {
+  uint64_t d;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(lo), "r"(0x40000040u));
+  return d;
+}
+
 template <class T>
 __device__ __forceinline__ float to_f32(T v);
 template <>

@@ -25,7 +25,6 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda.h>
-#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -40,6 +39,7 @@
 #include "cute/arch/mma_sm90_gmma_ext.hpp"  // the n24 / n40 / n48 / n56 shapes
 #include "cute/tensor.hpp"
 #include "cutlass/arch/barrier.h"
+#include "kernels/sm90/common/tma_map.h"
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
 #include "kernels/sm90/w4a4/sm90_w4a4_ptx.cuh"
 #include "kernels/sm90/w4a4/sm90_w4a4_quant_tile.cuh"
@@ -299,14 +299,6 @@ QSGEMM_W4A4_QUANT_WGMMA(56)
 QSGEMM_W4A4_QUANT_WGMMA(64)
 #undef QSGEMM_W4A4_QUANT_WGMMA
 
-// The descriptor's low word for a shared-memory address; an offset of a few KB is added to it as
-// offset / 16 (shared addresses stay below 2^18: no carry out of the 14-bit field).
-__device__ __forceinline__ uint32_t sw128_desc_lo(uint32_t smem_addr) { return ((smem_addr & 0x3FFFFu) >> 4) | (1u << 16); }
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t lo) {
-  uint64_t d;
-  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(lo), "r"(0x40000040u));
-  return d;
-}
 template <class Op, int... I>
 __device__ __forceinline__ void wgmma_ss(uint64_t da, uint64_t db, float (&d)[sizeof...(I)],
                                          std::integer_sequence<int, I...>) {
@@ -585,30 +577,11 @@ __global__ void __launch_bounds__(kThreads, 2) sm90_w4a4_quantize_bf16_kernel(co
 }
 
 // The tensor maps of a launch (host): bf16 [rows][cols] at base with ld elements per row, boxes of
-// box_rows x 64, the 128-byte swizzle, zeros out of bounds. The driver's encoder is looked up once
-// through the runtime (the library does not link libcuda: CPU-only machines load it too).
+// box_rows x 64, the 128-byte swizzle, zeros out of bounds.
 cudaError_t encode_bf16_map(CUtensorMap* m, const void* base, int64_t rows, int64_t cols, int64_t ld, int box_rows) {
-  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      fn = nullptr;
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
-  if (encode == nullptr) return cudaErrorNotSupported;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kBox), static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t elem[2] = {1, 1};
-  const CUresult r = encode(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, elem,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+  return encode_tma_2d(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, base, rows, cols, ld * 2, kBox, box_rows,
+                       CU_TENSOR_MAP_SWIZZLE_128B);
 }
-
 
 // How many CTAs of the bf16 kernel fit the device at once: without the down-projection (ctas) and
 // with it per rank part 16·j and cluster size c (clusters[j][c], 0 where c is not allowed). Clusters
