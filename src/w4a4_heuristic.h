@@ -29,19 +29,23 @@ static_assert(kW4A4Configs[kWgmma].kernel == W4A4Kernel::kWgmma && kW4A4Configs[
 
 // L up to which a decode row is taken, and from which the wgmma kernel (e4m3 X1) is.
 inline constexpr int64_t kW4A4DecodeMaxL = 128;
-inline constexpr int64_t kW4A4WgmmaMinL = 512;
+inline constexpr int64_t kW4A4WgmmaMinL = 176;
 
 // Y[L,D] = X1[L,D1]·W1ᵀ + X2·W2ᵀ over the whole table. Small L is a weight stream: L <= 8 takes the
 // 8-token decode row, L <= 16 the 16-token one, L <= 128 the 32-token one (several token blocks
-// read the weight from DRAM once, then from L2), all reading X1 packed INT4; 129..511 tokens the
-// mma.sync 32x64 tile (packed); from 512 tokens the wgmma kernel (X1 e4m3 codes). Measured on the
+// read the weight from DRAM once, then from L2), all reading X1 packed INT4; 129..175 tokens the
+// mma.sync 32x64 tile (packed); from 176 tokens the wgmma kernel (X1 e4m3 codes). Measured on the
 // H200 (bench/results/h200/tuning/tune_w4a4_decode.txt; rank 0, group 64): at L = 1 on 57344x8192
 // the 8-token row takes 102 µs against 170 µs for 32x64; the 32-token row beats 32x64 from L = 48
 // to 128 on 4096x4096, 57344x8192 and 8192x28672 (at L = 128: 30 / 575 / 290 µs against 47 / 611 /
-// 358). The wgmma kernel (tuning/tune_w4a4_e4m3.txt, rank 64, 4096x4096): at L = 512 72.0 / 56.4 µs
-// (group 64 / 128) against 99.3 / 64.5 for 32x64, at L = 2048 233.5 / 190.0 against 356.1 / 233.0;
-// at L = 256 it lost (71.9 / 55.8 against 56.2 / 35.4). The group is not an input of the plan, so
-// the bands hold for both groups. L >= 0, D > 0, sm_count > 0 (the callers check).
+// 358). The wgmma kernel against 32x64 (tuning/tune_w4a4_band.txt, rank 64, group 64, fitted at
+// L = 160 and 200 on four layers, none of them the bench's L): at L = 200 48.2 / 148.8 µs against
+// 56.0 / 175.5 (4096x4096, 4096x14336), at L = 320 and 448 1.4-2.0x faster on every layer; at
+// L = 160 32x64 is ahead on two of three layers by 3-5 % (48.8 against 51.4 µs on 4096x4096,
+// 177.4 against 183.7 on 10240x8192) and behind on 28672x4096 (201.4 against 192.9). (The band
+// from 512 came from an earlier wgmma kernel, 71.9 against 56.2 µs at L = 256; its K loop has
+// since been cut from 639 to 544 instructions per warp and K tile.) The group is not an input of
+// the plan; the band was fitted at group 64. L >= 0, D > 0, sm_count > 0 (the callers check).
 int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count);
 
 // The same restricted to the rows that read X1 in dtype `x1` (what w4a4_linear runs with

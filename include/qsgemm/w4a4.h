@@ -16,18 +16,18 @@
 //    operand and 8 / 16 / 32 tokens per CTA, K split over the CTA's warps, X1 packed INT4: the
 //    heuristic's choice up to 128 tokens (a weight stream);
 //  * src/kernels/sm90/w4a4/sm90_w4a4_gemm.cuh, `mma.sync` m16n8k32 s8 on nibbles of both operands
-//    widened in registers, X1 packed INT4: the heuristic's choice at 129..511 tokens (the 32x64
+//    widened in registers, X1 packed INT4: the heuristic's choice at 129..175 tokens (the 32x64
 //    tile, measured fastest there, src/w4a4_heuristic.h);
 //  * src/kernels/sm90/w4a4/sm90_w4a4_wgmma.cuh, CUTLASS's TMA warp-specialized mixed-input mainloop
 //    with e4m3·e4m3 → f32 `wgmma` (every code -8..7 and every group sum is exact in it); the INT4
 //    weight is widened in registers, the activations are read as e4m3 codes (the "e4m3 staging" of
-//    X1, below): the heuristic's choice from 512 tokens.
+//    X1, below): the heuristic's choice from 176 tokens.
 //
 // X1 staging (docs/formats.md §5): the activation quantizer writes X1 either packed (DType::kI4x2,
 // [L, D1/2] bytes) or as e4m3 codes (DType::kE4M3, [L, D1], one code per byte as an e4m3 value, the
 // same codes). Each configuration reads one of them (w4a4_x1_dtype). Typical use:
 //     LinearPlan p = w4a4_plan(L, D, D1, r, {}, 0);       // the configuration the heuristic picks
-//     DType s = w4a4_x1_dtype(p);                            // kI4x2 below 512 tokens, else kE4M3
+//     DType s = w4a4_x1_dtype(p);                            // kI4x2 below 176 tokens, else kE4M3
 //     w4a4_quantize_activations(x, group, l1, x1_as_s, ...); w4a4_linear(x1_as_s, ...);
 // w4a4_linear with options.config == -1 picks among the configurations that read x1's dtype, so
 // either staging always runs (an e4m3 X1 takes the wgmma kernel).
@@ -74,7 +74,7 @@ std::string w4a4_config_name(int index);
 // The index of the configuration named `name`; kInvalidArgument listing the valid names otherwise.
 int w4a4_config_index(const std::string& name);
 // The configuration the heuristic prefers over the whole table (src/w4a4_heuristic.h): L <= 8, 16,
-// 128 the decode rows decode_8x16_k8, decode_16x16_k8, decode_32x32_k8; L <= 511 the mma.sync 32x64
+// 128 the decode rows decode_8x16_k8, decode_16x16_k8, decode_32x32_k8; L <= 175 the mma.sync 32x64
 // tile (all X1 kI4x2); else the wgmma row (X1 kE4M3). w4a4_linear with
 // options.config == -1 runs this one when x1 has the dtype it reads (w4a4_x1_dtype), else the
 // heuristic's choice among the rows reading x1's dtype. sm_count > 0, L >= 0, D > 0

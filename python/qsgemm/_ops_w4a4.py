@@ -41,9 +41,9 @@ __all__ = [
 W4A4_GROUPS = (64, 128)
 W4A4_MAX_RANK = 128
 # The staging the library's heuristic reads (src/w4a4_heuristic.h, w4a4_choose): packed INT4 for the
-# decode kernel and the mma.sync tiles up to 511 tokens, e4m3 codes for the wgmma kernel from 512.
+# decode kernel and the mma.sync tiles up to 175 tokens, e4m3 codes for the wgmma kernel from 176.
 # The library runs either staging; this only picks the faster one.
-W4A4_E4M3_MIN_L = 512
+W4A4_E4M3_MIN_L = 176
 _ops = torch.ops.qsgemm
 
 

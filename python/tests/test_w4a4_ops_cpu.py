@@ -252,6 +252,6 @@ def test_e4m3_staging_is_the_unpacked_codes_and_computes_the_same(group):
     assert torch.equal(ops.w4a4_linear(q8, qs, w1, ws, group, qx2, w2), ops.w4a4_linear(p1, ps, w1, ws, group, px2, w2))
     with pytest.raises(ValueError, match="expected K=256"):
         ops.w4a4_linear(q8[:, :128].contiguous(), qs, w1, ws, group)
-    # The heuristic's staging: packed up to 511 tokens (decode, mma.sync), e4m3 (wgmma) from 512.
-    assert not ops.w4a4_x1_e4m3(32) and not ops.w4a4_x1_e4m3(511)
-    assert ops.w4a4_x1_e4m3(512) and ops.w4a4_x1_e4m3(4096)
+    # The heuristic's staging: packed up to 175 tokens (decode, mma.sync), e4m3 (wgmma) from 176.
+    assert not ops.w4a4_x1_e4m3(32) and not ops.w4a4_x1_e4m3(175)
+    assert ops.w4a4_x1_e4m3(176) and ops.w4a4_x1_e4m3(4096)

@@ -363,7 +363,7 @@ TEST(W4A4Configs, TableAndNames) {
 }
 
 // The whole table: L <= 16 the decode row with the fewest n8 token blocks that hold L, L <= 128 the
-// 32-token decode row, up to 511 tokens the mma.sync 32x64 tile (all packed X1), from 512 the wgmma
+// 32-token decode row, up to 175 tokens the mma.sync 32x64 tile (all packed X1), from 176 the wgmma
 // kernel (e4m3 X1; src/w4a4_heuristic.h); an e4m3 X1 the wgmma row at every L.
 TEST(W4A4Heuristic, DecodeThenSmallTile) {
   const int d8 = w4a4_config_index("decode_8x16_k8"), d16 = w4a4_config_index("decode_16x16_k8"),
@@ -372,10 +372,10 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
   for (int64_t L : {0, 1, 7, 8}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d8) << L;
   for (int64_t L : {9, 16}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d16) << L;
   for (int64_t L : {17, 31, 32, 33, 64, 128}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d32) << L;
-  for (int64_t L : {129, 256, 511}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), small) << L;
-  for (int64_t L : {512, 2048, 8192}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), wg) << L;
+  for (int64_t L : {129, 160, 175}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), small) << L;
+  for (int64_t L : {176, 288, 511, 512, 2048, 8192}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), wg) << L;
   EXPECT_EQ(w4a4_choose_config(256, 256, 4096, 0, 132), small);
-  EXPECT_EQ(kernels::kW4A4WgmmaMinL, 512);
+  EXPECT_EQ(kernels::kW4A4WgmmaMinL, 176);
   // Up to 32 tokens a decode row holds all of L in one token block (one weight pass); its tokens
   // per CTA never shrink as L grows.
   int prev_tokens = 0;
@@ -390,7 +390,8 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
   W4A4Options o;
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, wg);
   EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(2048, 4096, 4096, 64, o, 132)), DType::kE4M3);
-  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(300, 4096, 4096, 64, o, 132)), DType::kI4x2);
+  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(150, 4096, 4096, 64, o, 132)), DType::kI4x2);
+  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(300, 4096, 4096, 64, o, 132)), DType::kE4M3);
   EXPECT_EQ(w4a4_plan(32, 4096, 4096, 64, o, 132).config, d32);
   EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(1, 4096, 4096, 64, o, 132)), DType::kI4x2);
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).split_k, 1);
