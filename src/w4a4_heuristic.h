@@ -40,12 +40,13 @@ inline constexpr int64_t kW4A4WgmmaMinL = 176;
 // to 128 on 4096x4096, 57344x8192 and 8192x28672 (at L = 128: 30 / 575 / 290 µs against 47 / 611 /
 // 358). The wgmma kernel against 32x64 (tuning/tune_w4a4_band.txt, rank 64, group 64, fitted at
 // L = 160 and 200 on four layers, none of them the bench's L): at L = 200 48.2 / 148.8 µs against
-// 56.0 / 175.5 (4096x4096, 4096x14336), at L = 320 and 448 1.4-2.0x faster on every layer; at
+// 56.0 / 175.5 (4096x4096, 4096x14336), at L = 320 and 448 1.4-2.1x faster on every layer; at
 // L = 160 32x64 is ahead on two of three layers by 3-5 % (48.8 against 51.4 µs on 4096x4096,
 // 177.4 against 183.7 on 10240x8192) and behind on 28672x4096 (201.4 against 192.9). (The band
 // from 512 came from an earlier wgmma kernel, 71.9 against 56.2 µs at L = 256; its K loop has
 // since been cut from 639 to 544 instructions per warp and K tile.) The group is not an input of
-// the plan; the band was fitted at group 64. L >= 0, D > 0, sm_count > 0 (the callers check).
+// the plan: at group 128 the edge lies between the same two points (32x64 1.11-1.19x faster at
+// L = 160, the wgmma kernel 1.07-1.19x at 200). L >= 0, D > 0, sm_count > 0 (the callers check).
 int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count);
 
 // The same restricted to the rows that read X1 in dtype `x1` (what w4a4_linear runs with
