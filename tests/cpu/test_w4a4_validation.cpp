@@ -374,7 +374,7 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
   for (int64_t L : {17, 31, 32, 33, 64, 128}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d32) << L;
   for (int64_t L : {129, 160, 175}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), small) << L;
   for (int64_t L : {176, 288, 511, 512, 2048, 8192}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), wg) << L;
-  EXPECT_EQ(w4a4_choose_config(256, 256, 4096, 0, 132), small);
+  EXPECT_EQ(w4a4_choose_config(256, 256, 4096, 0, 132), wg) << "the band is by L alone";
   EXPECT_EQ(kernels::kW4A4WgmmaMinL, 176);
   // Up to 32 tokens a decode row holds all of L in one token block (one weight pass); its tokens
   // per CTA never shrink as L grows.
