@@ -8,6 +8,8 @@
 //     qsgemm_w4a4_unfused         W4A4 r = 0, then a cuBLASLt bf16 GEMM Y += X2·W2ᵀ (beta = 1: the add
 //                                 is fused into that GEMM's epilogue, cheaper than a separate add)
 //     cublas_bf16_lowrank_unfused cuBLASLt bf16 X·Wᵀ, then Y += X2·W2ᵀ (beta = 1)
+//     cuda_memcpy_same_bytes      M <= 32: a cudaMemcpy that reads and writes bytes_moved / 2 (the
+//                                 decode goal's floor: the weight stream against a copy)
 //   family "w4a4_layer" (one row per rank r, from bf16 X): qsgemm_us = w4a4_quantize_activations
 //     (down-projection fused) + w4a4_linear; baselines
 //     bf16_layer_unfused          cuBLASLt bf16 X·Wᵀ, X2 = X·L1ᵀ, Y += X2·L2ᵀ
@@ -304,6 +306,10 @@ int bench_w4a4(const BenchOptions& options) {
           row.baselines_us.push_back({"qsgemm_w4a4_unfused", unfused_us});
           if (std::isfinite(bf16_lr_us)) row.baselines_us.push_back({"cublas_bf16_lowrank_unfused", bf16_lr_us});
           row.bytes_moved = x1_bytes + N * K / 2 + (M + N) * ng * 4 + (M + N) * r * 2 + M * N * 2;
+          if (M <= kDecodeMaxM) {  // the decode goal's floor: a cudaMemcpy moving the same bytes (read + write)
+            std::unique_ptr<Baseline> floor = make_memcpy_same_bytes(static_cast<size_t>(row.bytes_moved / 2), stream);
+            row.baselines_us.push_back({"cuda_memcpy_same_bytes", timer.time_us([&](cudaStream_t st) { floor->run(st); }, to)});
+          }
           if (std::isfinite(err)) row.rel_err = err;
           row.extra = {{"rank", r}, {"group", kGroup}};
           row.add_note(std::string("x1 staging ") + dtype_name(staging));
