@@ -295,6 +295,27 @@ TEST_F(W4A4Gpu, EveryConfigEveryRank) {
       }
 }
 
+// The decode rows' scale loads: 16-byte vectors of 4 weight scales where D1/group % 4 == 0 (else one
+// by one), 8-byte pairs of activation scales where ld_x_scale is even (else one by one); warp slices
+// of whole 4-group vectors that leave some warps nothing (D1 = 512, group 128: 4 groups); a last
+// 64-byte chunk with only one group of 64 (D1 = 1088). Every token count up to 17, both groups.
+TEST_F(W4A4Gpu, DecodeScaleVectorsAndPartialChunks) {
+  std::mt19937 rng(2606);
+  int i = 0;
+  for (int config = 0; config < w4a4_num_configs(); ++config) {
+    if (w4a4_config_name(config).rfind("decode_", 0) != 0) continue;
+    for (int64_t L : {1, 2, 3, 7, 8, 9, 16, 17})
+      for (const auto& [group, D1] : {std::pair<int, int64_t>{64, 1024}, {64, 1088}, {128, 512}, {128, 2048}}) {
+        Problem p{L, 72, D1, group, i % 3 == 0 ? 16 : 0, i % 2 == 0 ? DType::kF32 : DType::kBF16};
+        p.config = config;
+        p.pad = i % 4 < 2 ? 0 : 1;  // ld_x_scale = L or L + 1: both parities
+        run_problem(p, rng);
+        if (HasFailure()) return;
+        ++i;
+      }
+  }
+}
+
 // The heuristic follows the caller's X1 staging: packed X1 at prefill sizes runs the mma.sync tiles,
 // e4m3 X1 the wgmma kernel also at decode sizes.
 TEST_F(W4A4Gpu, HeuristicRunsEitherStaging) {

@@ -11,8 +11,9 @@
 //    more CTAs, token blocks fastest in one linear grid, so the weight is read from L2 after the
 //    first token block.
 //  * The CTA's 8 warps split the K groups (contiguous runs of whole groups, so every integer sum is
-//    one group's), with no CTA barrier in the K loop. 8 tokens: each thread loads its bytes of 8
-//    groups straight into registers, all loads of a step before any MMA. 16 / 32 tokens (whose X1
+//    one group's), with no CTA barrier in the K loop. 8 tokens: each thread loads its bytes of a
+//    step's groups straight into registers, 16 bytes per row and load, all loads of a step before
+//    any MMA (group 64: two groups per 16-byte quad piece, below). 16 / 32 tokens (whose X1
 //    words and scales would not fit in registers): each warp streams its slice through its own
 //    cp.async ring, a stage being SW bytes (128 / 64) of every weight row and token plus their
 //    scales; ~13.5 KiB of ring per warp keeps ~200 KiB of loads in flight per SM at two CTAs per
@@ -261,12 +262,87 @@ __global__ void __launch_bounds__(kWarps * 32, 2) sm90_w4a4_decode_kernel(const 
       cp_async_commit();
     }
     cp_async_wait<0>();
+  } else if constexpr (G == 64) {
+    // One n8 block, one m16 tile, group 64: lane t loads bytes [16t, 16t + 16) of 64-byte chunks (two
+    // groups) of rows gid, gid + 8 and token row gid, so lanes t < 2 hold a chunk's first group and
+    // t >= 2 its second. Each group's MMAs read X masked to its own lanes (the other lanes' k positions
+    // multiply zeros), so every integer sum is still one group's, at 8 MMAs per chunk instead of 4:
+    // the tensor cores idle at one n8 block. Against 8-byte loads of one group this halves the
+    // weight's and X1's load instructions and L1 requests per byte, and the weight scales come as
+    // 16-byte vectors of 4 groups where aligned (the requests per byte, not DRAM, bound the 8-byte
+    // loads: 1 token 6-12 % faster on six layers, tuning/tune_w4a4_decode_chunks.txt).
+    constexpr int U = 2;           // chunks per step (more spill at 128 registers)
+    constexpr int kGps = 2 * U;    // groups per step: one 16-byte vector of weight scales
+    // Warp slices of whole 4-group vectors, so every step starts on one.
+    const int nq = (ng + 3) / 4;
+    const int gb = 4 * (warp * nq / kWarps), ge = min(ng, 4 * ((warp + 1) * nq / kWarps));
+    const int64_t rA = d0 + gid, rB = rA + 8, l = l0 + gid;
+    const bool okA = rA < a.D, okB = rB < a.D, okX = l < a.L, ok0 = l0 + 2 * t < a.L, ok1 = l0 + 2 * t + 1 < a.L;
+    const uint8_t* wA = a.w1 + (okA ? rA : 0) * a.ld_w1 + t * 16;
+    const uint8_t* wB = a.w1 + (okB ? rB : 0) * a.ld_w1 + t * 16;
+    const uint8_t* xp = a.x1 + (okX ? l : 0) * a.ld_x1 + t * 16;
+    const float* swA = a.sw + (okA ? rA : 0) * ng;
+    const float* swB = a.sw + (okB ? rB : 0) * ng;
+    const float* sxp = a.sx + l0 + 2 * t;
+    const bool sw_vec4 = (reinterpret_cast<uintptr_t>(a.sw) & 15) == 0 && ng % 4 == 0;
+    const bool sx_vec2 = (reinterpret_cast<uintptr_t>(a.sx) & 7) == 0 && a.ld_sx % 2 == 0;
+    const uint32_t lo_lanes = t < 2 ? 0xFFFFFFFFu : 0u;  // the lanes of a chunk's first group
+    for (int g0 = gb; g0 < ge; g0 += kGps) {
+      uint32_t wa[U][4], wb[U][4], xv[U][4];
+      float sa[kGps], sb[kGps], s0[kGps], s1[kGps];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {  // groups past ge read nothing and contribute 0
+        const bool live = g0 + 2 * u + (t >> 1) < ge;  // this lane's group of chunk u
+        const int64_t off = static_cast<int64_t>(g0 + 2 * u) * (G / 2);
+#pragma unroll
+        for (int w = 0; w < 4; ++w) wa[u][w] = wb[u][w] = 0u;
+        if (live && okA) load_stream<4>(wa[u], wA + off);
+        if (live && okB) load_stream<4>(wb[u], wB + off);
+        const uint4 v = live && okX ? __ldg(reinterpret_cast<const uint4*>(xp + off)) : make_uint4(0, 0, 0, 0);
+        xv[u][0] = v.x, xv[u][1] = v.y, xv[u][2] = v.z, xv[u][3] = v.w;
+      }
+      if (sw_vec4) {  // g0 % 4 == 0 and ge % 4 == 0 here: the vector is all live or all past ge
+        const bool live = g0 < ge;
+        const float4 va = live && okA ? __ldg(reinterpret_cast<const float4*>(swA + g0)) : make_float4(0, 0, 0, 0);
+        const float4 vb = live && okB ? __ldg(reinterpret_cast<const float4*>(swB + g0)) : make_float4(0, 0, 0, 0);
+        sa[0] = va.x, sa[1] = va.y, sa[2] = va.z, sa[3] = va.w;
+        sb[0] = vb.x, sb[1] = vb.y, sb[2] = vb.z, sb[3] = vb.w;
+      } else {
+#pragma unroll
+        for (int j = 0; j < kGps; ++j) {
+          sa[j] = g0 + j < ge && okA ? __ldg(swA + g0 + j) : 0.0f;
+          sb[j] = g0 + j < ge && okB ? __ldg(swB + g0 + j) : 0.0f;
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kGps; ++j) {  // columns 2t, 2t + 1: one 8-byte load where both are tokens
+        const bool live = g0 + j < ge;
+        const float* p = sxp + static_cast<int64_t>(g0 + j) * a.ld_sx;
+        if (sx_vec2) {
+          const float2 v = live && ok1 ? __ldg(reinterpret_cast<const float2*>(p)) : make_float2(0, 0);
+          s0[j] = ok1 ? v.x : (live && ok0 ? __ldg(p) : 0.0f);
+          s1[j] = v.y;
+        } else {
+          s0[j] = live && ok0 ? __ldg(p) : 0.0f;
+          s1[j] = live && ok1 ? __ldg(p + 1) : 0.0f;
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        uint32_t xl[4], xh[4];
+#pragma unroll
+        for (int w = 0; w < 4; ++w) xl[w] = xv[u][w] & lo_lanes, xh[w] = xv[u][w] & ~lo_lanes;
+        group_mma<4>(acc[0][0], wa[u], wb[u], xl, sa[2 * u], sb[2 * u], s0[2 * u], s1[2 * u]);
+        group_mma<4>(acc[0][0], wa[u], wb[u], xh, sa[2 * u + 1], sb[2 * u + 1], s0[2 * u + 1], s1[2 * u + 1]);
+      }
+    }
   } else {
-    // One n8 block, one m16 tile: each thread loads its bytes of U groups of its two rows (and of
-    // token gid) straight into registers, all loads of a step before any MMA. At one token block
+    // One n8 block, one m16 tile, group 128 (a group is a 64-byte chunk, 16 bytes per lane): each
+    // thread loads its bytes of U groups of its two rows (and of token gid) straight into registers,
+    // all loads of a step before any MMA. At one token block
     // this streams faster than the ring (fewer instructions per byte, and the step's loads of a row
     // are 256 contiguous bytes per quad); with more blocks their X1 words and scales would not fit.
-    constexpr int U = G == 64 ? 8 : 4;
+    constexpr int U = 4;
     const int64_t rA = d0 + gid, rB = rA + 8, l = l0 + gid;
     const bool okA = rA < a.D, okB = rB < a.D, okX = l < a.L, ok0 = l0 + 2 * t < a.L, ok1 = l0 + 2 * t + 1 < a.L;
     const uint8_t* wA = a.w1 + (okA ? rA : 0) * a.ld_w1 + t * (G / 8);
