@@ -3,10 +3,13 @@
 
 namespace qsgemm::kernels {
 
-int w4a4_choose_for_x1(int64_t L, int64_t /*D*/, int64_t /*D1*/, int /*rank*/, int /*sm_count*/, DType x1) {
+int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t /*D1*/, int /*rank*/, int sm_count, DType x1) {
   if (x1 == DType::kE4M3) return w4a4_detail::kWgmma;
   if (L > kW4A4DecodeMaxL) return w4a4_detail::kSmall;
-  return L <= 8 ? w4a4_detail::kDecode8 : (L <= 16 ? w4a4_detail::kDecode16 : w4a4_detail::kDecode32);
+  if (L <= 8) return w4a4_detail::kDecode8;
+  if (L <= 16)
+    return D / 32 >= kW4A4Decode16TallMinBlocksPerSm * sm_count ? w4a4_detail::kDecode16Tall : w4a4_detail::kDecode16;
+  return w4a4_detail::kDecode32;
 }
 
 int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count) {

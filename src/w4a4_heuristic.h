@@ -16,13 +16,16 @@ inline constexpr int kNarrow = w4a4_named("64x128x128_w2x4");
 inline constexpr int kSmall = w4a4_named("32x64x128_w1x4");
 inline constexpr int kDecode8 = w4a4_named("decode_8x16_k8");
 inline constexpr int kDecode16 = w4a4_named("decode_16x16_k8");
+inline constexpr int kDecode16Tall = w4a4_named("decode_16x32_k8");
 inline constexpr int kDecode32 = w4a4_named("decode_32x32_k8");
 inline constexpr int kWgmma = w4a4_named("128x128x128_wgmma_coop");
-static_assert(kSquare >= 0 && kNarrow >= 0 && kSmall >= 0 && kDecode8 >= 0 && kDecode16 >= 0 && kDecode32 >= 0 &&
+static_assert(kSquare >= 0 && kNarrow >= 0 && kSmall >= 0 && kDecode8 >= 0 && kDecode16 >= 0 && kDecode16Tall >= 0 &&
+                  kDecode32 >= 0 &&
                   kWgmma >= 0,
               "the heuristic names rows of kW4A4Configs");
 static_assert(kW4A4Configs[kWgmma].kernel == W4A4Kernel::kWgmma && kW4A4Configs[kDecode8].kernel == W4A4Kernel::kDecode &&
                   kW4A4Configs[kDecode16].kernel == W4A4Kernel::kDecode &&
+                  kW4A4Configs[kDecode16Tall].kernel == W4A4Kernel::kDecode &&
                   kW4A4Configs[kDecode32].kernel == W4A4Kernel::kDecode,
               "the prefill row is the wgmma kernel, the decode rows the decode kernel");
 }  // namespace w4a4_detail
@@ -30,9 +33,15 @@ static_assert(kW4A4Configs[kWgmma].kernel == W4A4Kernel::kWgmma && kW4A4Configs[
 // L up to which a decode row is taken, and from which the wgmma kernel (e4m3 X1) is.
 inline constexpr int64_t kW4A4DecodeMaxL = 128;
 inline constexpr int64_t kW4A4WgmmaMinL = 176;
+// 9..16 tokens take the 16-token row on 32 weight rows where the weight has at least this many
+// 32-row blocks per SM (two waves of two CTAs), else the one on 16 rows.
+inline constexpr int64_t kW4A4Decode16TallMinBlocksPerSm = 4;
 
 // Y[L,D] = X1[L,D1]·W1ᵀ + X2·W2ᵀ over the whole table. Small L is a weight stream: L <= 8 takes the
-// 8-token decode row, L <= 16 the 16-token one, L <= 128 the 32-token one (several token blocks
+// 8-token decode row, L <= 16 a 16-token one (on 32 weight rows where D / 32 >= 4 · sm_count: its
+// X1 fragments and scales serve twice the rows, and enough CTAs remain; tuning/tune_w4a4_decode_rows.txt,
+// L = 12 and 16, rank 0, group 64: 57344x8192 151.1 -> 132.5 µs, 28672x4096 45.0 -> 36.9, on 10240
+// and fewer rows a tie or 3-4 % slower), L <= 128 the 32-token one (several token blocks
 // read the weight from DRAM once, then from L2), all reading X1 packed INT4; 129..175 tokens the
 // mma.sync 32x64 tile (packed); from 176 tokens the wgmma kernel (X1 e4m3 codes). Measured on the
 // H200 (bench/results/h200/tuning/tune_w4a4_decode.txt; rank 0, group 64): at L = 1 on 57344x8192

@@ -74,7 +74,8 @@ std::string w4a4_config_name(int index);
 // The index of the configuration named `name`; kInvalidArgument listing the valid names otherwise.
 int w4a4_config_index(const std::string& name);
 // The configuration the heuristic prefers over the whole table (src/w4a4_heuristic.h): L <= 8, 16,
-// 128 the decode rows decode_8x16_k8, decode_16x16_k8, decode_32x32_k8; L <= 175 the mma.sync 32x64
+// 128 the decode rows decode_8x16_k8, decode_16x16_k8 (decode_16x32_k8 for weights of at least
+// 4·sm_count blocks of 32 rows), decode_32x32_k8; L <= 175 the mma.sync 32x64
 // tile (all X1 kI4x2); else the wgmma row (X1 kE4M3). w4a4_linear with
 // options.config == -1 runs this one when x1 has the dtype it reads (w4a4_x1_dtype), else the
 // heuristic's choice among the rows reading x1's dtype. sm_count > 0, L >= 0, D > 0

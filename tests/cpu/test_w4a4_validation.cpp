@@ -333,7 +333,8 @@ TEST(W4A4Configs, TableAndNames) {
                        std::to_string(c.k_slices));
       EXPECT_EQ(c.x1_dtype(), DType::kI4x2) << n;
       EXPECT_TRUE(c.tile_m == 8 || c.tile_m == 16 || c.tile_m == 32) << n << ": 1, 2 or 4 n8 token blocks";
-      EXPECT_EQ(c.tile_n, c.tile_m == 32 ? 32 : 16) << n << ": one or two m16 tiles of weight rows";
+      EXPECT_TRUE(c.tile_n == 16 || c.tile_n == 32) << n << ": one or two m16 tiles of weight rows";
+      EXPECT_TRUE(c.tile_m != 32 || c.tile_n == 32) << n << ": 32 tokens on two m16 tiles";
       EXPECT_EQ(c.k_slices, 8) << n;
       EXPECT_EQ(c.threads(), 256) << n;
       continue;
@@ -357,7 +358,7 @@ TEST(W4A4Configs, TableAndNames) {
     EXPECT_LE(c.stages * (c.tile_m + c.tile_n) * 64, 48 * 1024) << n << ": the stages in static shared memory";
   }
   EXPECT_EQ(wgmma_rows, 1);
-  EXPECT_EQ(decode_rows, 3);
+  EXPECT_EQ(decode_rows, 4);
   expect_error([] { w4a4_config_name(-1); }, Status::kInvalidArgument, "outside", "index");
   expect_error([] { w4a4_config_index("nope"); }, Status::kInvalidArgument, "128x128x128_w2x4", "name");
 }
@@ -371,6 +372,16 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
             wg = w4a4_config_index("128x128x128_wgmma_coop");
   for (int64_t L : {0, 1, 7, 8}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d8) << L;
   for (int64_t L : {9, 16}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d16) << L;
+  // 9..16 tokens on 32 weight rows from 4 row blocks of 32 per SM (D >= 16896 on 132 SMs).
+  const int d16t = w4a4_config_index("decode_16x32_k8");
+  for (int64_t L : {9, 12, 16}) {
+    EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d16t) << L;
+    EXPECT_EQ(w4a4_choose_config(L, 16896, 4096, 0, 132), d16t) << L;
+    EXPECT_EQ(w4a4_choose_config(L, 16864, 4096, 0, 132), d16) << L;
+    EXPECT_EQ(w4a4_choose_config(L, 10240, 8192, 0, 132), d16) << L;
+    EXPECT_EQ(w4a4_choose_config(L, 16896, 4096, 0, 78), d16t) << L << ": fewer SMs, the same weight";
+  }
+  for (int64_t L : {8, 17}) EXPECT_NE(w4a4_choose_config(L, 57344, 8192, 0, 132), d16t) << L;
   for (int64_t L : {17, 31, 32, 33, 64, 128}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d32) << L;
   for (int64_t L : {129, 160, 175}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), small) << L;
   for (int64_t L : {176, 288, 511, 512, 2048, 8192}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), wg) << L;

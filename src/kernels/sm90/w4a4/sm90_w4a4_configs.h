@@ -16,7 +16,7 @@
 //    the weight stream is the whole cost: the weight is the MMA's A operand (m16 tiles of output
 //    channels, tile_n = 16 or 32), the tokens the n8 columns (tile_m = 8, 16 or 32 of them), and the
 //    eight warps of a CTA split K (k_slices = 8): 8 tokens stream through registers, 16 and 32
-//    through a per-warp cp.async ring.
+//    through a per-warp cp.async ring (16 tokens on 16 or 32 weight rows).
 //  * k_slices: warps splitting K (sm90_w4a4_gemm.cuh: each K tile's k32 steps; the decode kernel:
 //    the groups); their partial float32 tiles are added in shared memory at the end, in slice order.
 //  * stages: the cp.async ring depth (all in static shared memory, <= 48 KiB); 0 where the kernel
@@ -58,7 +58,8 @@ struct W4A4Config {
 // mixed-input collective, warp-specialized cooperative (two consumer warp groups of 64 D rows each,
 // one TMA producer warp), persistent; the INT4 weight is wgmma's A operand (widened to e4m3 in
 // registers), X1 the e4m3 B operand. Its tile is 128 (L) x 128 (D) x 128 (K).
-// Rows 4-6: the decode kernel, 8 / 16 / 32 tokens per CTA (any L runs: more CTAs along L).
+// Rows 4-6: the decode kernel, 8 / 16 / 32 tokens per CTA (any L runs: more CTAs along L); row 7
+// (appended): 16 tokens on 32 weight rows, for weights of many row blocks.
 inline constexpr W4A4Config kW4A4Configs[] = {
     {"128x128x128_w2x4", 128, 128, 2, 4, 1, 3},
     {"64x128x128_w2x4", 64, 128, 2, 4, 1, 3},
@@ -67,6 +68,7 @@ inline constexpr W4A4Config kW4A4Configs[] = {
     {"decode_8x16_k8", 8, 16, 1, 1, 8, 0, W4A4Kernel::kDecode},
     {"decode_16x16_k8", 16, 16, 1, 1, 8, 0, W4A4Kernel::kDecode},
     {"decode_32x32_k8", 32, 32, 1, 1, 8, 0, W4A4Kernel::kDecode},
+    {"decode_16x32_k8", 16, 32, 1, 1, 8, 0, W4A4Kernel::kDecode},
 };
 inline constexpr int kW4A4NumConfigs = static_cast<int>(sizeof(kW4A4Configs) / sizeof(kW4A4Configs[0]));
 

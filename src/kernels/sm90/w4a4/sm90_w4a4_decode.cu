@@ -459,22 +459,27 @@ void launch(const W4A4GemmArgs& a, cudaStream_t stream) {
     launch_g<128, NB, MT, SW, OutT>(a, grid, stream);
 }
 
-// The table's rows -> instantiations: 8 tokens stream through registers; 16 tokens through 128-byte
-// ring stages; 32 tokens (two m16 tiles) through 64-byte stages, the most stages in the ring.
+// The table's rows -> instantiations: 8 tokens stream through registers; 16 tokens on 16 weight
+// rows through 128-byte ring stages; 16 tokens on 32 rows and 32 tokens (two m16 tiles) through
+// 64-byte stages, the most stages in the ring.
 template <class OutT>
 void run_typed(const W4A4GemmArgs& a, int config, cudaStream_t stream) {
   switch (kW4A4Configs[config].tile_m) {
     case 8: return launch<1, 1, 0, OutT>(a, stream);
-    case 16: return launch<2, 1, 128, OutT>(a, stream);
+    case 16:
+      if (kW4A4Configs[config].tile_n == 32) return launch<2, 2, 64, OutT>(a, stream);
+      return launch<2, 1, 128, OutT>(a, stream);
     default: return launch<4, 2, 64, OutT>(a, stream);
   }
 }
 
-// The table's decode rows are exactly the instantiated ones (tokens x weight rows: 8x16, 16x16, 32x32).
+// The table's decode rows are exactly the instantiated ones (tokens x weight rows: 8x16, 16x16,
+// 16x32, 32x32).
 constexpr bool decode_rows_instantiated() {
   for (const W4A4Config& c : kW4A4Configs)
     if (c.kernel == W4A4Kernel::kDecode &&
-        !((((c.tile_m == 8 || c.tile_m == 16) && c.tile_n == 16) || (c.tile_m == 32 && c.tile_n == 32)) &&
+        !((((c.tile_m == 8 || c.tile_m == 16) && c.tile_n == 16) || (c.tile_m == 16 && c.tile_n == 32) ||
+           (c.tile_m == 32 && c.tile_n == 32)) &&
           c.k_slices == kWarps && c.warps_m == 1 && c.warps_n == 1))
       return false;
   return true;

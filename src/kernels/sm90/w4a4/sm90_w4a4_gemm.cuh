@@ -303,11 +303,14 @@ constexpr bool row_is(int m, int n, int wm, int wn, int ks, int s) {
   return kW4A4Configs[I].tile_m == m && kW4A4Configs[I].tile_n == n && kW4A4Configs[I].warps_m == wm &&
          kW4A4Configs[I].warps_n == wn && kW4A4Configs[I].k_slices == ks && kW4A4Configs[I].stages == s;
 }
+constexpr bool only_first_rows_mma_sync(int n) {
+  for (int i = 0; i < kW4A4NumConfigs; ++i)
+    if ((kW4A4Configs[i].kernel == W4A4Kernel::kMmaSync) != (i < n)) return false;
+  return true;
+}
 template <class OutT>
 void run(const W4A4GemmArgs& a, int config, cudaStream_t stream) {
-  static_assert(kW4A4NumConfigs == 7 && kW4A4Configs[3].kernel == W4A4Kernel::kWgmma &&
-                    kW4A4Configs[4].kernel == W4A4Kernel::kDecode && kW4A4Configs[5].kernel == W4A4Kernel::kDecode &&
-                    kW4A4Configs[6].kernel == W4A4Kernel::kDecode,
+  static_assert(only_first_rows_mma_sync(3),
                 "every mma.sync row of kW4A4Configs has a case here (wgmma rows: sm90_w4a4_wgmma.cuh, decode "
                 "rows: sm90_w4a4_decode.cu)");
   static_assert(row_is<0>(128, 128, 2, 4, 1, 3) && row_is<1>(64, 128, 2, 4, 1, 3) && row_is<2>(32, 64, 1, 4, 1, 3),
