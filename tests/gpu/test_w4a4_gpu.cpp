@@ -295,10 +295,11 @@ TEST_F(W4A4Gpu, EveryConfigEveryRank) {
       }
 }
 
-// The decode rows' scale loads: 16-byte vectors of 4 weight scales where D1/group % 4 == 0 (else one
-// by one), 8-byte pairs of activation scales where ld_x_scale is even (else one by one); warp slices
-// of whole 4-group vectors that leave some warps nothing (D1 = 512, group 128: 4 groups); a last
-// 64-byte chunk with only one group of 64 (D1 = 1088). Every token count up to 17, both groups.
+// Every decode row at token counts around its n8 blocks (1-3, 7-9, 16, 17), both groups. Group 64's
+// 8-token path: 16-byte vectors of 4 weight scales where D1/group % 4 == 0 (D1 = 1024), else one by
+// one (1088), 8-byte pairs of activation scales where ld_x_scale is even, else one by one (pad 0 / 1
+// over odd and even L); warp slices of whole 4-group vectors that leave half the warps nothing
+// (1024: 16 groups); a last 64-byte chunk with only one group of 64 (1088).
 TEST_F(W4A4Gpu, DecodeScaleVectorsAndPartialChunks) {
   std::mt19937 rng(2606);
   int i = 0;
