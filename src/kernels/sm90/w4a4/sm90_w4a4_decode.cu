@@ -339,9 +339,10 @@ __global__ void __launch_bounds__(kWarps * 32, 2) sm90_w4a4_decode_kernel(const 
   } else {
     // One n8 block, one m16 tile, group 128 (a group is a 64-byte chunk, 16 bytes per lane): each
     // thread loads its bytes of U groups of its two rows (and of token gid) straight into registers,
-    // all loads of a step before any MMA. At one token block
-    // this streams faster than the ring (fewer instructions per byte, and the step's loads of a row
-    // are 256 contiguous bytes per quad); with more blocks their X1 words and scales would not fit.
+    // all loads of a step before any MMA. At one token block this streams faster than the ring
+    // (fewer instructions per byte, and the step's loads of a row are 256 contiguous bytes per quad);
+    // with more blocks their X1 words and scales would not fit.
+    static_assert(kW == 4, "group 128: four packed words per lane, row and group");
     constexpr int U = 4;
     const int64_t rA = d0 + gid, rB = rA + 8, l = l0 + gid;
     const bool okA = rA < a.D, okB = rB < a.D, okX = l < a.L, ok0 = l0 + 2 * t < a.L, ok1 = l0 + 2 * t + 1 < a.L;
@@ -364,13 +365,8 @@ __global__ void __launch_bounds__(kWarps * 32, 2) sm90_w4a4_decode_kernel(const 
         if (live && okA) load_stream<kW>(wa[u], wA + off);
         if (live && okB) load_stream<kW>(wb[u], wB + off);
         if (live && okX) {
-          if constexpr (kW == 2) {
-            const uint2 v = __ldg(reinterpret_cast<const uint2*>(xp + off));
-            xv[u][0] = v.x, xv[u][1] = v.y;
-          } else {
-            const uint4 v = __ldg(reinterpret_cast<const uint4*>(xp + off));
-            xv[u][0] = v.x, xv[u][1] = v.y, xv[u][2] = v.z, xv[u][3] = v.w;
-          }
+          const uint4 v = __ldg(reinterpret_cast<const uint4*>(xp + off));
+          xv[u][0] = v.x, xv[u][1] = v.y, xv[u][2] = v.z, xv[u][3] = v.w;
         }
         sa[u] = live && okA ? __ldg(swA + g) : 0.0f;
         sb[u] = live && okB ? __ldg(swB + g) : 0.0f;
