@@ -227,7 +227,7 @@ int bench_w4a4(const BenchOptions& options) {
       for (const int64_t M : ms) {
         // X1 in the staging the heuristic's configuration reads (e4m3 codes for the wgmma kernel,
         // packed INT4 for the decode tile): what a caller following w4a4_plan / w4a4_x1_dtype runs.
-        const DType staging = w4a4_x1_dtype(w4a4_plan(M, N, K, 64, W4A4Options{}, d.sm_count));
+        const DType staging = w4a4_x1_dtype(w4a4_plan(M, N, K, 64, W4A4Options{}, d.sm_count, kGroup));
         const bool x1_bytes_staging = staging == DType::kE4M3;
         const int64_t x1_bytes = x1_bytes_staging ? M * K : M * K / 2;
         DeviceBuffer x(static_cast<size_t>(M * K * 2)), x1(static_cast<size_t>(M * K)),
@@ -267,7 +267,7 @@ int bench_w4a4(const BenchOptions& options) {
         };
         quant(kMaxRank, stream);  // real codes and scales for the timed GEMMs
         const double r0_us = timer.time_us([&](cudaStream_t st) { gemm(0, st); }, to);
-        const std::string config = w4a4_config_name(w4a4_choose_config(M, N, K, 64, d.sm_count));
+        const std::string config = w4a4_config_name(w4a4_choose_config(M, N, K, 64, d.sm_count, kGroup));
         for (const int r : ranks) {
           std::unique_ptr<LtBf16> up, down;
           if (r > 0) {

@@ -51,8 +51,8 @@ void check_options(const char* fn, const W4A4Options& o) {
   detail::check_workspace_alignment(fn, o);
 }
 
-int pick_config(int64_t L, int64_t D, int64_t D1, int rank, const W4A4Options& o, int sm_count) {
-  return o.config >= 0 ? o.config : kernels::w4a4_choose(L, D, D1, rank, sm_count);
+int pick_config(int64_t L, int64_t D, int64_t D1, int rank, const W4A4Options& o, int sm_count, int group) {
+  return o.config >= 0 ? o.config : kernels::w4a4_choose(L, D, D1, rank, sm_count, group);
 }
 
 // The X1 staging a configuration reads, in words (error messages).
@@ -86,13 +86,15 @@ int w4a4_config_index(const std::string& name) {
   return detail::config_index_by_name("w4a4_config_index", name, kernels::kW4A4NumConfigs, describe);
 }
 
-int w4a4_choose_config(int64_t L, int64_t D, int64_t D1, int rank, int sm_count) {
+int w4a4_choose_config(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, int group) {
   const char* fn = "w4a4_choose_config";
+  if (!w4a4_group_is_valid(group))
+    detail::fail(fn, Status::kInvalidArgument, "group", detail::cat("group=", group, " must be 64 or 128"));
   if (sm_count <= 0)
     detail::fail(fn, Status::kInvalidArgument, "sm_count", detail::cat("sm_count=", sm_count, " must be positive"));
   if (L < 0 || D <= 0)
     detail::fail(fn, Status::kInvalidArgument, "L", detail::cat("shape L=", L, " D=", D, " (L >= 0, D > 0)"));
-  return kernels::w4a4_choose(L, D, D1, rank, sm_count);
+  return kernels::w4a4_choose(L, D, D1, rank, sm_count, group);
 }
 
 DType w4a4_x1_dtype(int config) {
@@ -104,15 +106,17 @@ DType w4a4_x1_dtype(int config) {
 
 DType w4a4_x1_dtype(const LinearPlan& plan) { return w4a4_x1_dtype(plan.config); }
 
-LinearPlan w4a4_plan(int64_t L, int64_t D, int64_t D1, int rank, const W4A4Options& options, int sm_count) {
+LinearPlan w4a4_plan(int64_t L, int64_t D, int64_t D1, int rank, const W4A4Options& options, int sm_count,
+                     int group) {
   const char* fn = "w4a4_plan";
   if (L < 0 || D <= 0 || D1 <= 0)
     detail::fail(fn, Status::kInvalidArgument, "L",
                  detail::cat("shape L=", L, " D=", D, " D1=", D1, " is not a problem (L >= 0, D, D1 > 0)"));
   check_extents(fn, L, D, D1);
+  check_group(fn, group, D1);
   check_rank(fn, "rank", rank);
   check_options(fn, options);
-  return LinearPlan{pick_config(L, D, D1, rank, options, detail::resolve_sm_count(fn, sm_count)), 1, 0};
+  return LinearPlan{pick_config(L, D, D1, rank, options, detail::resolve_sm_count(fn, sm_count), group), 1, 0};
 }
 
 // ---- the fused GEMM ---------------------------------------------------------------------------------
@@ -171,7 +175,7 @@ void w4a4_linear(const MatrixView& x1, const float* x_scale, int64_t ld_x_scale,
   // The heuristic picks among the rows that read the caller's X1 staging (w4a4_choose_for_x1).
   const int config = options.config >= 0
                          ? options.config
-                         : kernels::w4a4_choose_for_x1(L, D, D1, static_cast<int>(r), dev.sm_count, x1.dtype);
+                         : kernels::w4a4_choose_for_x1(L, D, D1, static_cast<int>(r), dev.sm_count, x1.dtype, group);
   check_config_reads_x1(fn, config, x1.dtype);
 
   kernels::W4A4GemmArgs a;

@@ -238,7 +238,7 @@ int tune_w4a4(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_cou
   Timer timer(stream);
   SweepOptions so;
   if (!parse_sweep_options(argc, argv, w4a4_num_configs(), w4a4_config_index, &so)) return 2;
-  const int chosen = w4a4_choose_config(M, N, K, static_cast<int>(R), sm_count);
+  const int chosen = w4a4_choose_config(M, N, K, static_cast<int>(R), sm_count, w4a4_group_is_valid(static_cast<int>(G)) ? static_cast<int>(G) : 64);
   std::string json;
   arg_value(argc, argv, "--json", &json);
   FILE* jf = json.empty() ? nullptr : std::fopen(json.c_str(), "a");

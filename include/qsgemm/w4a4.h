@@ -13,8 +13,9 @@
 // runs as bf16 MMAs into the same float32 accumulators, and one epilogue adds the bias and converts.
 // No second kernel, no extra pass over Y. Any L >= 1; partial tiles are predicated. Three kernels:
 //  * src/kernels/sm90/w4a4/sm90_w4a4_decode.cu, `mma.sync` m16n8k32 s8 with the weight as the A
-//    operand and 8 / 16 / 32 tokens per CTA, K split over the CTA's warps, X1 packed INT4: the
-//    heuristic's choice up to 128 tokens (a weight stream);
+//    operand and 8 / 16 / 32 tokens per CTA, K split over the CTA's warps, each streaming its slice
+//    through registers or a ring of TMA boxes, X1 packed INT4: the heuristic's choice up to 128
+//    tokens (a weight stream);
 //  * src/kernels/sm90/w4a4/sm90_w4a4_gemm.cuh, `mma.sync` m16n8k32 s8 on nibbles of both operands
 //    widened in registers, X1 packed INT4: the heuristic's choice at 129..175 tokens (the 32x64
 //    tile, measured fastest there, src/w4a4_heuristic.h);
@@ -26,7 +27,7 @@
 // X1 staging (docs/formats.md §5): the activation quantizer writes X1 either packed (DType::kI4x2,
 // [L, D1/2] bytes) or as e4m3 codes (DType::kE4M3, [L, D1], one code per byte as an e4m3 value, the
 // same codes). Each configuration reads one of them (w4a4_x1_dtype). Typical use:
-//     LinearPlan p = w4a4_plan(L, D, D1, r, {}, 0);       // the configuration the heuristic picks
+//     LinearPlan p = w4a4_plan(L, D, D1, r, {}, 0, group);  // the configuration the heuristic picks
 //     DType s = w4a4_x1_dtype(p);                            // kI4x2 below 176 tokens, else kE4M3
 //     w4a4_quantize_activations(x, group, l1, x1_as_s, ...); w4a4_linear(x1_as_s, ...);
 // w4a4_linear with options.config == -1 picks among the configurations that read x1's dtype, so
@@ -73,14 +74,14 @@ int w4a4_num_configs();
 std::string w4a4_config_name(int index);
 // The index of the configuration named `name`; kInvalidArgument listing the valid names otherwise.
 int w4a4_config_index(const std::string& name);
-// The configuration the heuristic prefers over the whole table (src/w4a4_heuristic.h): L <= 8, 16,
-// 128 the decode rows decode_8x16_k8, decode_16x16_k8 (decode_16x32_k8 for weights of at least
-// 4·sm_count blocks of 32 rows), decode_32x32_k8; L <= 175 the mma.sync 32x64
-// tile (all X1 kI4x2); else the wgmma row (X1 kE4M3). w4a4_linear with
+// The configuration the heuristic prefers over the whole table (src/w4a4_heuristic.h) for weight
+// groups of `group` (64 or 128): L <= 8 decode_8x16_k8_ring (group 64, a packed weight of at least
+// 240 KiB per SM) or decode_8x16_k8, L <= 16 decode_16x16_k8, L <= 128 decode_32x32_k8; L <= 175
+// the mma.sync 32x64 tile (all X1 kI4x2); else the wgmma row (X1 kE4M3). w4a4_linear with
 // options.config == -1 runs this one when x1 has the dtype it reads (w4a4_x1_dtype), else the
-// heuristic's choice among the rows reading x1's dtype. sm_count > 0, L >= 0, D > 0
-// (kInvalidArgument otherwise).
-int w4a4_choose_config(int64_t L, int64_t D, int64_t D1, int rank, int sm_count);
+// heuristic's choice among the rows reading x1's dtype. sm_count > 0, L >= 0, D > 0, group 64 or
+// 128 (kInvalidArgument otherwise).
+int w4a4_choose_config(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, int group = 64);
 // The X1 dtype configuration `config` reads: DType::kI4x2 (packed, [L, D1/2] bytes) or DType::kE4M3
 // (e4m3 codes, [L, D1]). kInvalidArgument for an index outside the table.
 DType w4a4_x1_dtype(int config);
@@ -97,8 +98,10 @@ struct W4A4Options : LinearOptions {};
 
 // The plan w4a4_linear runs for an X1 in the staging w4a4_x1_dtype(plan) reads: the configuration
 // (w4a4_choose_config, or options.config), split_k = 1, no workspace. sm_count 0: the current
-// device's (kUnsupported when there is none). Same option errors as w4a4_linear.
-LinearPlan w4a4_plan(int64_t L, int64_t D, int64_t D1, int rank, const W4A4Options& options, int sm_count = 0);
+// device's (kUnsupported when there is none). group: the weight's (64 or 128, D1 % group == 0).
+// Same option errors as w4a4_linear.
+LinearPlan w4a4_plan(int64_t L, int64_t D, int64_t D1, int rank, const W4A4Options& options, int sm_count = 0,
+                     int group = 64);
 
 // ---- the fused GEMM ----------------------------------------------------------------------------
 //   x1:      the activation codes, either kI4x2 [L, D1/2] bytes (packed) or kE4M3 [L, D1] (e4m3

@@ -243,6 +243,11 @@ TEST(W4A4Validation, Extents) {
   expect_error([&] { w4a4_plan(-1, 4096, 4096, 0, o, 132); }, Status::kInvalidArgument, "is not a problem", "L");
   expect_error([&] { w4a4_plan(16, 0, 4096, 0, o, 132); }, Status::kInvalidArgument, "is not a problem", "L");
   expect_error([&] { w4a4_plan(16, 4096, 4096, 0, o, -1); }, Status::kInvalidArgument, "sm_count=-1", "sm_count");
+  expect_error([&] { w4a4_plan(16, 4096, 4096, 0, o, 132, 32); }, Status::kInvalidArgument, "group=32", "group");
+  expect_error([&] { w4a4_plan(16, 4096, 4160, 0, o, 132, 128); }, Status::kInvalidArgument, "multiple of group=128",
+               "D1");
+  EXPECT_EQ(w4a4_plan(1, 57344, 8192, 0, o, 132, 128).config, w4a4_config_index("decode_8x16_k8"));
+  EXPECT_EQ(w4a4_plan(1, 57344, 8192, 0, o, 132).config, w4a4_config_index("decode_8x16_k8_ring"));
 }
 
 TEST(W4A4Validation, QuantizerRules) {
@@ -329,8 +334,10 @@ TEST(W4A4Configs, TableAndNames) {
     EXPECT_EQ(w4a4_config_index(n), i);
     if (c.kernel == kernels::W4A4Kernel::kDecode) {  // 16/32 weight rows x 8/16/32 tokens, 8 warps split K
       ++decode_rows;
+      // 8 tokens through registers or a ring ("_ring"); 16 and 32 tokens always through a ring.
       EXPECT_EQ(n, "decode_" + std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "_k" +
-                       std::to_string(c.k_slices));
+                       std::to_string(c.k_slices) + (c.tile_m == 8 && c.ring_sw > 0 ? "_ring" : ""));
+      EXPECT_TRUE(c.ring_sw == 64 || c.ring_sw == 128 || (c.tile_m == 8 && c.tile_n == 16 && c.ring_sw == 0)) << n;
       EXPECT_EQ(c.x1_dtype(), DType::kI4x2) << n;
       EXPECT_TRUE(c.tile_m == 8 || c.tile_m == 16 || c.tile_m == 32) << n << ": 1, 2 or 4 n8 token blocks";
       EXPECT_TRUE(c.tile_n == 16 || c.tile_n == 32) << n << ": one or two m16 tiles of weight rows";
@@ -358,30 +365,38 @@ TEST(W4A4Configs, TableAndNames) {
     EXPECT_LE(c.stages * (c.tile_m + c.tile_n) * 64, 48 * 1024) << n << ": the stages in static shared memory";
   }
   EXPECT_EQ(wgmma_rows, 1);
-  EXPECT_EQ(decode_rows, 4);
+  EXPECT_EQ(decode_rows, 5);
   expect_error([] { w4a4_config_name(-1); }, Status::kInvalidArgument, "outside", "index");
   expect_error([] { w4a4_config_index("nope"); }, Status::kInvalidArgument, "128x128x128_w2x4", "name");
 }
 
-// The whole table: L <= 16 the decode row with the fewest n8 token blocks that hold L, L <= 128 the
-// 32-token decode row, up to 175 tokens the mma.sync 32x64 tile (all packed X1), from 176 the wgmma
-// kernel (e4m3 X1; src/w4a4_heuristic.h); an e4m3 X1 the wgmma row at every L.
+// The whole table: L <= 16 the decode row with the fewest n8 token blocks that hold L (8 tokens at
+// group 64 through the TMA ring from 240 KiB of packed weight per SM), L <= 128 the 32-token decode
+// row, up to 175 tokens the mma.sync 32x64 tile (all packed X1), from 176 the wgmma kernel (e4m3 X1;
+// src/w4a4_heuristic.h); an e4m3 X1 the wgmma row at every L.
 TEST(W4A4Heuristic, DecodeThenSmallTile) {
   const int d8 = w4a4_config_index("decode_8x16_k8"), d16 = w4a4_config_index("decode_16x16_k8"),
             d32 = w4a4_config_index("decode_32x32_k8"), small = w4a4_config_index("32x64x128_w1x4"),
-            wg = w4a4_config_index("128x128x128_wgmma_coop");
+            wg = w4a4_config_index("128x128x128_wgmma_coop"), d8r = w4a4_config_index("decode_8x16_k8_ring");
   for (int64_t L : {0, 1, 7, 8}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d8) << L;
   for (int64_t L : {9, 16}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d16) << L;
-  // 9..16 tokens on 32 weight rows from 4 row blocks of 32 per SM (D >= 16896 on 132 SMs).
-  const int d16t = w4a4_config_index("decode_16x32_k8");
-  for (int64_t L : {9, 12, 16}) {
-    EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d16t) << L;
-    EXPECT_EQ(w4a4_choose_config(L, 16896, 4096, 0, 132), d16t) << L;
-    EXPECT_EQ(w4a4_choose_config(L, 16864, 4096, 0, 132), d16) << L;
-    EXPECT_EQ(w4a4_choose_config(L, 10240, 8192, 0, 132), d16) << L;
-    EXPECT_EQ(w4a4_choose_config(L, 16896, 4096, 0, 78), d16t) << L << ": fewer SMs, the same weight";
+  // 1..8 tokens: the ring from D·D1/2 >= 240 KiB per SM at group 64; group 128 keeps the registers.
+  for (int64_t L : {1, 5, 8}) {
+    EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d8r) << L;
+    EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, 128), d8) << L << ": group 128";
+    EXPECT_EQ(w4a4_choose_config(L, 8192, 7936, 0, 132), d8r) << L << ": 245.9 KiB per SM";
+    EXPECT_EQ(w4a4_choose_config(L, 8192, 7872, 0, 132), d8) << L << ": 238.5 KiB per SM";
+    EXPECT_EQ(w4a4_choose_config(L, 4096, 14336, 0, 132), d8) << L << ": 222.4 KiB per SM";
+    EXPECT_EQ(w4a4_choose_config(L, 4096, 14336, 0, 78), d8r) << L << ": fewer SMs, the same weight";
   }
-  for (int64_t L : {8, 17}) EXPECT_NE(w4a4_choose_config(L, 57344, 8192, 0, 132), d16t) << L;
+  EXPECT_EQ(w4a4_choose_config(9, 57344, 8192, 0, 132), d16);
+  // 9..16 tokens: the 16-token ring on 16 weight rows at every shape and group.
+  for (int64_t L : {9, 12, 16})
+    for (int group : {64, 128}) {
+      EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, group), d16) << L;
+      EXPECT_EQ(w4a4_choose_config(L, 16896, 4096, 0, 132, group), d16) << L;
+    }
+  expect_error([] { w4a4_choose_config(1, 4096, 4096, 0, 132, 96); }, Status::kInvalidArgument, "group=96", "group");
   for (int64_t L : {17, 31, 32, 33, 64, 128}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d32) << L;
   for (int64_t L : {129, 160, 175}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), small) << L;
   for (int64_t L : {176, 288, 511, 512, 2048, 8192}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), wg) << L;

@@ -296,10 +296,14 @@ TEST_F(W4A4Gpu, EveryConfigEveryRank) {
 }
 
 // Every decode row at token counts around its n8 blocks (1-3, 7-9, 16, 17), both groups. Group 64's
-// 8-token path: 16-byte vectors of 4 weight scales where D1/group % 4 == 0 (D1 = 1024), else one by
-// one (1088), 8-byte pairs of activation scales where ld_x_scale is even, else one by one (pad 0 / 1
-// over odd and even L); warp slices of whole 4-group vectors that leave half the warps nothing
-// (1024: 16 groups); a last 64-byte chunk with only one group of 64 (1088).
+// 8-token register path: 16-byte vectors of 4 weight scales where D1/group % 4 == 0 (D1 = 1024), else
+// one by one (1088), 8-byte pairs of activation scales where ld_x_scale is even, else one by one
+// (pad 0 / 1 over odd and even L); warp slices of whole 4-group vectors that leave half the warps
+// nothing (1024: 16 groups); a last 64-byte chunk with only one group of 64 (1088). The TMA rings:
+// weight scales as boxes (group 64, 128-byte stages, D1 = 1024) or by cp.async (1088, and every
+// other stage / group), token scales as boxes where ld_x_scale % 4 == 0 (L = 8, 16 unpadded; L = 3
+// padded to 4) else by cp.async, X1 boxes of L < tokens-per-CTA rows, a last weight box half past
+// D (D = 72), a second, partial token block (17 tokens), warps with no stage.
 TEST_F(W4A4Gpu, DecodeScaleVectorsAndPartialChunks) {
   std::mt19937 rng(2606);
   int i = 0;

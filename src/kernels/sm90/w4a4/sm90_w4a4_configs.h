@@ -15,8 +15,9 @@
 //  * The decode rows (kDecode, sm90_w4a4_decode.cu) are for small L (the heuristic's L <= 128), where
 //    the weight stream is the whole cost: the weight is the MMA's A operand (m16 tiles of output
 //    channels, tile_n = 16 or 32), the tokens the n8 columns (tile_m = 8, 16 or 32 of them), and the
-//    eight warps of a CTA split K (k_slices = 8): 8 tokens stream through registers, 16 and 32
-//    through a per-warp cp.async ring (16 tokens on 16 or 32 weight rows).
+//    eight warps of a CTA split K (k_slices = 8): 8 tokens stream through registers or a per-warp
+//    ring of TMA boxes, 16 and 32 tokens through the ring (16 tokens on 16 or 32 weight rows);
+//    ring_sw is a ring stage's bytes per row.
 //  * k_slices: warps splitting K (sm90_w4a4_gemm.cuh: each K tile's k32 steps; the decode kernel:
 //    the groups); their partial float32 tiles are added in shared memory at the end, in slice order.
 //  * stages: the cp.async ring depth (all in static shared memory, <= 48 KiB); 0 where the kernel
@@ -47,6 +48,9 @@ struct W4A4Config {
   int k_slices;  // warps that split each K tile's four k32 steps per output sub-tile (1: none)
   int stages;    // kWgmma: 0 = as many as shared memory holds (CUTLASS's carve-out)
   W4A4Kernel kernel = W4A4Kernel::kMmaSync;
+  // kDecode rows: the bytes of every weight row and token one ring stage holds (sm90_w4a4_decode.cu);
+  // 0: the 8-token register stream, which has no ring.
+  int ring_sw = 0;
   static constexpr int tile_k = 128;  // INT4 values per K tile (64 bytes of a packed row)
   int threads() const { return 32 * warps_m * warps_n * k_slices; }
   std::string name() const { return label; }
@@ -59,16 +63,17 @@ struct W4A4Config {
 // one TMA producer warp), persistent; the INT4 weight is wgmma's A operand (widened to e4m3 in
 // registers), X1 the e4m3 B operand. Its tile is 128 (L) x 128 (D) x 128 (K).
 // Rows 4-6: the decode kernel, 8 / 16 / 32 tokens per CTA (any L runs: more CTAs along L); row 7
-// (appended): 16 tokens on 32 weight rows, for weights of many row blocks.
+// (appended): 16 tokens on 32 weight rows; row 8 (appended): 8 tokens through the ring.
 inline constexpr W4A4Config kW4A4Configs[] = {
     {"128x128x128_w2x4", 128, 128, 2, 4, 1, 3},
     {"64x128x128_w2x4", 64, 128, 2, 4, 1, 3},
     {"32x64x128_w1x4", 32, 64, 1, 4, 1, 3},
     {"128x128x128_wgmma_coop", 128, 128, 2, 1, 1, 0, W4A4Kernel::kWgmma},
-    {"decode_8x16_k8", 8, 16, 1, 1, 8, 0, W4A4Kernel::kDecode},
-    {"decode_16x16_k8", 16, 16, 1, 1, 8, 0, W4A4Kernel::kDecode},
-    {"decode_32x32_k8", 32, 32, 1, 1, 8, 0, W4A4Kernel::kDecode},
-    {"decode_16x32_k8", 16, 32, 1, 1, 8, 0, W4A4Kernel::kDecode},
+    {"decode_8x16_k8", 8, 16, 1, 1, 8, 0, W4A4Kernel::kDecode, 0},
+    {"decode_16x16_k8", 16, 16, 1, 1, 8, 0, W4A4Kernel::kDecode, 128},
+    {"decode_32x32_k8", 32, 32, 1, 1, 8, 0, W4A4Kernel::kDecode, 64},
+    {"decode_16x32_k8", 16, 32, 1, 1, 8, 0, W4A4Kernel::kDecode, 64},
+    {"decode_8x16_k8_ring", 8, 16, 1, 1, 8, 0, W4A4Kernel::kDecode, 128},
 };
 inline constexpr int kW4A4NumConfigs = static_cast<int>(sizeof(kW4A4Configs) / sizeof(kW4A4Configs[0]));
 

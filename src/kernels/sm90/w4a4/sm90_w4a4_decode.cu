@@ -11,13 +11,16 @@
 //    more CTAs, token blocks fastest in one linear grid, so the weight is read from L2 after the
 //    first token block.
 //  * The CTA's 8 warps split the K groups (contiguous runs of whole groups, so every integer sum is
-//    one group's), with no CTA barrier in the K loop. 8 tokens: each thread loads its bytes of a
-//    step's groups straight into registers, 16 bytes per row and load, all loads of a step before
-//    any MMA (group 64: two groups per 16-byte quad piece, below). 16 / 32 tokens (whose X1
-//    words and scales would not fit in registers): each warp streams its slice through its own
-//    cp.async ring, a stage being SW bytes (128 / 64) of every weight row and token plus their
-//    scales; ~13.5 KiB of ring per warp keeps ~200 KiB of loads in flight per SM at two CTAs per
-//    SM, without spending registers.
+//    one group's), with no CTA barrier in the K loop. 8 tokens, ring_sw = 0: each thread loads its
+//    bytes of a step's groups straight into registers, 16 bytes per row and load, all loads of a
+//    step before any MMA (group 64: two groups per 16-byte quad piece, below). The ring rows: each
+//    warp streams its slice through its own ring, a stage being SW bytes (128 / 64) of every weight
+//    row and token plus their scales, as two to four TMA boxes (lane 0 issues them) completing on
+//    the stage's mbarrier; ~14 KiB of ring per warp keeps ~200 KiB in flight per SM at two CTAs per
+//    SM. A box is one request for 1-4 KiB, where 16-byte loads or cp.async made one per 16 bytes and
+//    row: the load requests per byte, not the bytes in flight, bounded the streams before
+//    (tuning/tune_w4a4_decode_chunks.txt); a bulk copy per row (64-128 bytes) was slower still, the
+//    TMA unit taking ~18 cycles per copy (tuning/tune_w4a4_decode_tma.txt).
 //  * Which bytes a thread multiplies: thread t (lane % 4) takes bytes [t·G/8, (t+1)·G/8) of a
 //    group's row slice in rows gid and gid + 8 (gid = lane / 4) and in token row gid of each n8
 //    block. Each 32-bit word (8 values) widens to two s8 registers holding 16·v
@@ -36,6 +39,7 @@
 
 #include <cstdint>
 
+#include "kernels/sm90/common/tma_map.h"
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
 #include "kernels/sm90/w4a4/sm90_w4a4_ptx.cuh"
 #include "per_device_once.h"
@@ -70,24 +74,85 @@ __device__ __forceinline__ float bias_at(const W4A4GemmArgs& a, int64_t d) {
 // One instantiation's geometry: MT m16 tiles of weight rows and NB n8 blocks of tokens per CTA; each
 // warp's ring holds S stages of SW bytes of every row (SW·2/G whole groups) plus their scales.
 // SW = 0: no ring, the registers stream (one n8 block, one m16 tile; see the kernel).
+//
+// A stage's codes are two TMA boxes, the weight's [kRows][SW] and the tokens' [kToks][SW], in SW-byte
+// rows swizzled by the TMA unit (128-byte swizzle for SW = 128, 64-byte for 64), so that a phase of
+// fragment loads meets at most two rows per bank. Its scales are two more boxes (or 4-byte cp.async
+// where a map cannot be made): the weight's as [kRows][kGps], the tokens' as [kGps][kToks]. The
+// codes of every warp's stages come first (1024-byte aligned, as the swizzle needs), then the scales,
+// then one mbarrier per stage.
 template <int G, int NB, int MT, int SW>
 struct Geometry {
   static constexpr int kRows = 16 * MT;                     // weight rows per CTA
   static constexpr int kToks = 8 * NB;                      // tokens per CTA
   static constexpr int kStageRows = kRows + kToks;          // SW-byte rows of a stage
   static constexpr int kGps = SW * 2 / G;                   // groups per stage
-  static constexpr int kChunks = SW / 16;                   // 16-byte chunks per stage row
-  static constexpr int kFloatOff = kStageRows * SW;         // the scales after the codes
-  static constexpr int kStageBytes = kStageRows * (SW + 4 * kGps);
-  // ~13.5 KiB of ring per warp: two CTAs (16 warps) per SM keep ~200 KiB of loads in flight.
-  static constexpr int kStages = SW == 0 ? 0 : ((13824 / kStageBytes) < 2 ? 2 : (13824 / kStageBytes));
-  static constexpr int kRedBytes = kWarps * MT * NB * 4 * 32 * 4;  // the warps' partial tiles
+  static constexpr int kCodeBytes = kStageRows * SW;
+  // Weight scales [kRows][kGps], then token scales [kGps][kToks], each 128-byte aligned (TMA boxes).
+  static constexpr int kSwBytes = (4 * kGps * kRows + 127) / 128 * 128;
+  static constexpr int kScaleBytes = kSwBytes + (4 * kGps * kToks + 127) / 128 * 128;
+  static constexpr int kStageBytes = kCodeBytes + kScaleBytes;
+  // ~14 KiB of ring per warp: two CTAs (16 warps) per SM keep ~200 KiB of loads in flight.
+  static constexpr int kStages = SW == 0 ? 0 : ((14336 / kStageBytes) < 2 ? 2 : (14336 / kStageBytes));
+  static constexpr int kScaleOff = kWarps * kStages * kCodeBytes;
   static constexpr int kRingBytes = kWarps * kStages * kStageBytes;
-  static constexpr int kSmemBytes = kRingBytes > kRedBytes ? kRingBytes : kRedBytes;
-  static_assert(SW == 0 || SW == 64 || SW == 128 || SW == 256, "stage rows of 4, 8 or 16 chunks");
+  static constexpr int kRedBytes = kWarps * MT * NB * 4 * 32 * 4;  // the warps' partial tiles
+  static constexpr int kBarOff = kRingBytes > kRedBytes ? kRingBytes : kRedBytes;
+  static constexpr int kAlign = SW == 0 ? 16 : 1024;
+  static constexpr int kSmemBytes = kBarOff + kWarps * kStages * 8 + kAlign;  // + mbarriers, + alignment slack
+  static_assert(SW == 0 || SW == 64 || SW == 128, "stage rows of 4 or 8 chunks: one TMA swizzle span");
   static_assert(SW != 0 || (NB == 1 && MT == 1), "the register stream has one n8 block and one m16 tile");
-  static_assert(kStageBytes % 16 == 0 && kFloatOff % 16 == 0, "16-byte cp.async destinations");
+  static_assert(SW == 0 || (kCodeBytes % 1024 == 0 && (kRows * SW) % 512 == 0), "swizzle-aligned boxes");
+  static_assert(kSmemBytes <= 113 * 1024, "two CTAs per SM");
+  // Byte b of stage row r (weight rows, then tokens) under the TMA swizzle of SW-byte rows.
+  __device__ static constexpr int code_off(int r, int b) {
+    return SW == 128 ? r * 128 + (b ^ ((r & 7) << 4)) : r * 64 + (b ^ (((r >> 1) & 3) << 4));
+  }
 };
+
+// The TMA maps of a ring row: the packed weight and X1 (uint8), the scales (fp32) where a map can be
+// made (sw_tma / sx_tma; else the kernel copies them with 4-byte cp.async).
+// Fewer tokens than a CTA holds (L < kToks): the X1 box has x_rows = L rows and the token-scale box
+// sx_cols = L rounded up to 4 columns, as a TMA box's rows past the tensor cost more than rows in it
+// (docs/performance.md, the sparse cliff); the smem rows past L keep stale integers that reach only
+// columns past L, which are never stored.
+struct DecodeMaps {
+  CUtensorMap w, x, sw, sx;
+  int sw_tma = 0, sx_tma = 0;
+  int x_rows = 0, sx_cols = 0;
+};
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n .reg .pred p;\n WAIT:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// One TMA box at (c0, c1) (inner, outer coordinate) into shared memory, completing on the mbarrier.
+__device__ __forceinline__ void tma_2d(uint32_t dst, const CUtensorMap* map, int c0, int c1, uint32_t bar, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3}], "
+      "[%4], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "l"(policy)
+      : "memory");
+}
+// The weight is read once (evict it from L2 first); X1 and the activation scales serve every CTA.
+__device__ __forceinline__ uint64_t policy_evict_first() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ uint64_t policy_evict_last() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
+  return p;
+}
 
 // A packed word pair / quad straight from global memory into registers, bypassing L1 (read once).
 template <int W>
@@ -124,23 +189,11 @@ __device__ __forceinline__ void group_mma(float (&acc)[4], const uint32_t (&wa)[
   acc[3] = fmaf(sb * sc1, group_sum_to_float(p[3]), acc[3]);
 }
 
-// Chunk c (16 bytes) of stage row r is stored at chunk c ^ f(r), so that the fragment loads of a
-// phase hit distinct banks: group 64 (8-byte loads, a half warp = rows r..r+3, 32 bytes each) needs
-// the four rows' 32-byte pieces on different bank octets; group 128 (16-byte loads, a quarter warp
-// = rows r, r+1, 64 bytes each) the two rows' 64-byte pieces on different bank halves.
-template <int G, int SW>
-__device__ __forceinline__ int swz(int r, int c) {
-  int f;
-  if constexpr (SW == 64) f = r & 2;                          // rows 64 B apart: r, r+1 already differ
-  else if constexpr (G == 64) f = (r & 3) << 1;               // 128/256-B rows start on bank 0
-  else f = (r & 1) << 2;
-  return r * SW + ((c ^ f) << 4);
-}
-
 template <int G, int NB, int MT, int SW, class OutT>
-__global__ void __launch_bounds__(kWarps * 32, 2) sm90_w4a4_decode_kernel(const W4A4GemmArgs a) {
+__global__ void __launch_bounds__(kWarps * 32, 2) sm90_w4a4_decode_kernel(const W4A4GemmArgs a,
+                                                                          const __grid_constant__ DecodeMaps maps) {
   using Geo = Geometry<G, NB, MT, SW>;
-  constexpr int kRows = Geo::kRows, kToks = Geo::kToks, kSR = Geo::kStageRows, kGps = Geo::kGps;
+  constexpr int kRows = Geo::kRows, kToks = Geo::kToks, kGps = Geo::kGps;
   constexpr int kW = G / 32;  // packed words per thread, row and group (G/8 bytes)
   extern __shared__ __align__(16) uint8_t smem[];
 
@@ -163,47 +216,66 @@ __global__ void __launch_bounds__(kWarps * 32, 2) sm90_w4a4_decode_kernel(const 
 
   if constexpr (SW > 0) {
     constexpr int S = Geo::kStages;
-    const int n_stages = (g_end - g_begin + kGps - 1) / kGps;
-    uint8_t* ring = smem + warp * S * Geo::kStageBytes;
+    // Warp slices of whole stages (kGps groups): only the weight's last stage may hold fewer groups,
+    // and the TMA unit fills its columns past D1 with zeros.
+    const int ns_all = (ng + kGps - 1) / kGps;
+    const int st_begin = warp * ns_all / kWarps, n_stages = (warp + 1) * ns_all / kWarps - st_begin;
+    uint8_t* const aligned = smem + ((Geo::kAlign - (smem_u32(smem) & (Geo::kAlign - 1))) & (Geo::kAlign - 1));
+    uint8_t* const codes = aligned + warp * S * Geo::kCodeBytes;
+    float* const scales = reinterpret_cast<float*>(aligned + Geo::kScaleOff + warp * S * Geo::kScaleBytes);
+    const uint32_t bars = smem_u32(aligned + Geo::kBarOff) + warp * S * 8;
+    const int rows_w = a.D - d0 < kRows ? static_cast<int>(a.D - d0) : kRows;
+    const int rows_x = a.L - l0 < kToks ? static_cast<int>(a.L - l0) : kToks;
+    const uint32_t tx = (kRows + maps.x_rows) * SW + (maps.sw_tma ? kRows * kGps * 4 : 0) +
+                        (maps.sx_tma ? kGps * maps.sx_cols * 4 : 0);
+    const int sx_pitch = maps.sx_tma ? maps.sx_cols : kToks;  // token scales per group in a stage
+    uint64_t evict_first = 0, evict_last = 0;
+    if (lane == 0) {
+      // The first box of each warp waits for the TMA unit to fetch the map: start that now.
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&maps.w)) : "memory");
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&maps.x)) : "memory");
+      evict_first = policy_evict_first(), evict_last = policy_evict_last();
+      for (int k = 0; k < S; ++k) mbar_init(bars + 8 * k, 1);
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncwarp();
 
-    // Stage s of this warp's groups into slot s % S; rows past D, tokens past L and groups past g_end
-    // are zero-filled (cp.async's source size 0), so they contribute 0 with no branch in the math.
+    // Stage s of this warp's groups into slot s % S: lane 0 issues the stage's two to four TMA boxes
+    // (rows past D, tokens past L and columns past D1 arrive as zeros), each one request where
+    // 16-byte loads or cp.async made one per 16 bytes and row; scales without a map come by 4-byte
+    // cp.async (zero-filled where out of range).
     auto issue = [&](int s) {
-      uint8_t* base = ring + (s % S) * Geo::kStageBytes;
-      const int gs = g_begin + s * kGps;
-#pragma unroll
-      for (int i = lane; i < kSR * Geo::kChunks; i += 32) {
-        const int r = i / Geo::kChunks, c = i % Geo::kChunks;
-        const bool gok = gs + (c * 16) / (G / 2) < g_end;
-        const int64_t koff = static_cast<int64_t>(gs) * (G / 2) + c * 16;
-        const uint8_t* src = a.w1;
-        bool ok;
-        if (r < kRows) {
-          ok = gok && d0 + r < a.D;
-          if (ok) src = a.w1 + (d0 + r) * a.ld_w1 + koff;
-        } else {
-          ok = gok && l0 + (r - kRows) < a.L;
-          if (ok) src = a.x1 + (l0 + (r - kRows)) * a.ld_x1 + koff;
-        }
-        cp_async_16(smem_u32(base + swz<G, SW>(r, c)), src, ok ? 16 : 0);
+      const int slot = s % S;
+      const int gs = (st_begin + s) * kGps, live = min(kGps, ng - gs);
+      float* fs = scales + slot * (Geo::kScaleBytes / 4);
+      float* fx = fs + Geo::kSwBytes / 4;
+      if (lane == 0) {
+        const uint32_t bar = bars + 8 * slot, cb = smem_u32(codes + slot * Geo::kCodeBytes);
+        // This warp's generic loads of the slot (ordered by the __syncwarp before) come before the
+        // async proxy's writes into it.
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        mbar_arrive_expect_tx(bar, tx);
+        const int col = gs * (G / 2);
+        tma_2d(cb, &maps.w, col, static_cast<int>(d0), bar, evict_first);
+        tma_2d(cb + kRows * SW, &maps.x, col, static_cast<int>(l0), bar, evict_last);
+        if (maps.sw_tma) tma_2d(smem_u32(fs), &maps.sw, gs, static_cast<int>(d0), bar, evict_first);
+        if (maps.sx_tma) tma_2d(smem_u32(fx), &maps.sx, static_cast<int>(l0), gs, bar, evict_last);
       }
-      float* fs = reinterpret_cast<float*>(base + Geo::kFloatOff);
+      if (!maps.sw_tma) {
 #pragma unroll
-      for (int i = lane; i < kSR * kGps; i += 32) {
-        const int j = i / kSR, r = i % kSR, g = gs + j;
-        const float* src = a.sw;
-        bool ok;
-        float* dst;
-        if (r < kRows) {
-          ok = g < g_end && d0 + r < a.D;
-          if (ok) src = a.sw + (d0 + r) * ng + g;
-          dst = fs + j * kRows + r;
-        } else {
-          ok = g < g_end && l0 + (r - kRows) < a.L;
-          if (ok) src = a.sx + static_cast<int64_t>(g) * a.ld_sx + l0 + (r - kRows);
-          dst = fs + kGps * kRows + j * kToks + (r - kRows);
+        for (int i = lane; i < kRows * kGps; i += 32) {
+          const int r = i / kGps, j = i % kGps;
+          const bool ok = j < live && r < rows_w;
+          cp_async_4(smem_u32(fs + i), ok ? a.sw + (d0 + r) * ng + gs + j : a.sw, ok ? 4 : 0);
         }
-        cp_async_4(smem_u32(dst), src, ok ? 4 : 0);
+      }
+      if (!maps.sx_tma) {
+#pragma unroll
+        for (int i = lane; i < kToks * kGps; i += 32) {
+          const int j = i / kToks, k = i % kToks;
+          const bool ok = j < live && k < rows_x;
+          cp_async_4(smem_u32(fx + i), ok ? a.sx + static_cast<int64_t>(gs + j) * a.ld_sx + l0 + k : a.sx, ok ? 4 : 0);
+        }
       }
     };
 
@@ -213,20 +285,26 @@ __global__ void __launch_bounds__(kWarps * 32, 2) sm90_w4a4_decode_kernel(const 
       cp_async_commit();
     }
     for (int s = 0; s < n_stages; ++s) {
-      cp_async_wait<S - 2>();
-      __syncwarp();
-      const uint8_t* base = ring + (s % S) * Geo::kStageBytes;
-      const float* fs = reinterpret_cast<const float*>(base + Geo::kFloatOff);
+      cp_async_wait<S - 2>();  // the stage's 4-byte scale copies (if any)
+      mbar_wait(bars + 8 * (s % S), (s / S) & 1);
+      __syncwarp();  // every lane's cp.async scales of the stage are visible to all
+      // Refill the slot the previous stage used (every lane is done with it: the __syncwarp below)
+      // before this stage's math, so S - 1 stages stay in flight.
+      if (s + S - 1 < n_stages) issue(s + S - 1);
+      cp_async_commit();
+      const uint8_t* base = codes + (s % S) * Geo::kCodeBytes;
+      const float* fs = scales + (s % S) * (Geo::kScaleBytes / 4);
+      const float* fx = fs + Geo::kSwBytes / 4;
+      const int live = min(kGps, ng - (st_begin + s) * kGps);
 #pragma unroll
       for (int j = 0; j < kGps; ++j) {
+        if (j >= live) break;
         // Thread t's bytes of group j in a stage row: G/8 of them from byte j·G/2 + t·G/8.
         const int byte = j * (G / 2) + t * (G / 8);
-        const int c = byte >> 4, in = byte & 15;
         uint32_t xw[NB][kW];
 #pragma unroll
         for (int nb = 0; nb < NB; ++nb) {
-          const int r = kRows + nb * 8 + gid;
-          const uint8_t* p = base + swz<G, SW>(r, c) + in;
+          const uint8_t* p = base + Geo::code_off(kRows + nb * 8 + gid, byte);
           if constexpr (kW == 2) {
             const uint2 v = *reinterpret_cast<const uint2*>(p);
             xw[nb][0] = v.x, xw[nb][1] = v.y;
@@ -240,26 +318,24 @@ __global__ void __launch_bounds__(kWarps * 32, 2) sm90_w4a4_decode_kernel(const 
           const int rA = mt * 16 + gid, rB = rA + 8;
           uint32_t wa[kW], wb[kW];
           if constexpr (kW == 2) {
-            const uint2 va = *reinterpret_cast<const uint2*>(base + swz<G, SW>(rA, c) + in);
-            const uint2 vb = *reinterpret_cast<const uint2*>(base + swz<G, SW>(rB, c) + in);
+            const uint2 va = *reinterpret_cast<const uint2*>(base + Geo::code_off(rA, byte));
+            const uint2 vb = *reinterpret_cast<const uint2*>(base + Geo::code_off(rB, byte));
             wa[0] = va.x, wa[1] = va.y, wb[0] = vb.x, wb[1] = vb.y;
           } else {
-            const uint4 va = *reinterpret_cast<const uint4*>(base + swz<G, SW>(rA, c) + in);
-            const uint4 vb = *reinterpret_cast<const uint4*>(base + swz<G, SW>(rB, c) + in);
+            const uint4 va = *reinterpret_cast<const uint4*>(base + Geo::code_off(rA, byte));
+            const uint4 vb = *reinterpret_cast<const uint4*>(base + Geo::code_off(rB, byte));
             wa[0] = va.x, wa[1] = va.y, wa[2] = va.z, wa[3] = va.w;
             wb[0] = vb.x, wb[1] = vb.y, wb[2] = vb.z, wb[3] = vb.w;
           }
-          const float sa = fs[j * kRows + rA], sb = fs[j * kRows + rB];
+          const float sa = fs[rA * kGps + j], sb = fs[rB * kGps + j];
 #pragma unroll
           for (int nb = 0; nb < NB; ++nb) {
-            const float2 sc = *reinterpret_cast<const float2*>(fs + kGps * kRows + j * kToks + nb * 8 + 2 * t);
+            const float2 sc = *reinterpret_cast<const float2*>(fx + j * sx_pitch + nb * 8 + 2 * t);
             group_mma<kW>(acc[mt][nb], wa, wb, xw[nb], sa, sb, sc.x, sc.y);
           }
         }
       }
-      __syncwarp();  // every lane is done with slot s % S before it is refilled below
-      if (s + S - 1 < n_stages) issue(s + S - 1);
-      cp_async_commit();
+      __syncwarp();  // every lane is done with slot s % S before the next iteration refills it
     }
     cp_async_wait<0>();
   } else if constexpr (G == 64) {
@@ -425,6 +501,30 @@ __global__ void __launch_bounds__(kWarps * 32, 2) sm90_w4a4_decode_kernel(const 
   }
 }
 
+// The TMA maps of a ring row (SW > 0): codes always (their pointers and rows are 16-byte aligned,
+// w4a4_linear checks), the scales where they are whole 16-byte rows of a box.
+template <int G, int NB, int MT, int SW>
+cudaError_t make_maps(const W4A4GemmArgs& a, DecodeMaps& m) {
+  using Geo = Geometry<G, NB, MT, SW>;
+  if constexpr (SW > 0) {
+    const CUtensorMapSwizzle swz = SW == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
+    const int64_t ng = a.D1 / G;
+    m.x_rows = static_cast<int>(a.L < Geo::kToks ? a.L : Geo::kToks);
+    m.sx_cols = (m.x_rows + 3) / 4 * 4;
+    cudaError_t e = encode_tma_2d(&m.w, CU_TENSOR_MAP_DATA_TYPE_UINT8, a.w1, a.D, a.D1 / 2, a.ld_w1, SW, Geo::kRows, swz);
+    if (e == cudaSuccess)
+      e = encode_tma_2d(&m.x, CU_TENSOR_MAP_DATA_TYPE_UINT8, a.x1, a.L, a.D1 / 2, a.ld_x1, SW, m.x_rows, swz);
+    if (e != cudaSuccess) return e;
+    m.sw_tma = (Geo::kGps * 4) % 16 == 0 && ng % 4 == 0 && (reinterpret_cast<uintptr_t>(a.sw) & 15) == 0 &&
+               encode_tma_2d(&m.sw, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a.sw, a.D, ng, ng * 4, Geo::kGps, Geo::kRows,
+                             CU_TENSOR_MAP_SWIZZLE_NONE) == cudaSuccess;
+    m.sx_tma = a.ld_sx % 4 == 0 && (reinterpret_cast<uintptr_t>(a.sx) & 15) == 0 &&
+               encode_tma_2d(&m.sx, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a.sx, ng, a.L, a.ld_sx * 4, m.sx_cols, Geo::kGps,
+                             CU_TENSOR_MAP_SWIZZLE_NONE) == cudaSuccess;
+  }
+  return cudaSuccess;
+}
+
 template <int G, int NB, int MT, int SW, class OutT>
 void launch_g(const W4A4GemmArgs& a, const dim3 grid, cudaStream_t stream) {
   constexpr int kSmem = Geometry<G, NB, MT, SW>::kSmemBytes;
@@ -437,7 +537,13 @@ void launch_g(const W4A4GemmArgs& a, const dim3 grid, cudaStream_t stream) {
     detail::check_cuda(attr, "w4a4_linear", "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
     return;
   }
-  sm90_w4a4_decode_kernel<G, NB, MT, SW, OutT><<<grid, kWarps * 32, kSmem, stream>>>(a);
+  DecodeMaps maps{};
+  const cudaError_t enc = make_maps<G, NB, MT, SW>(a, maps);
+  if (enc != cudaSuccess) {
+    detail::check_cuda(enc, "w4a4_linear", "cuTensorMapEncodeTiled (the decode ring's weight / X1 maps)");
+    return;
+  }
+  sm90_w4a4_decode_kernel<G, NB, MT, SW, OutT><<<grid, kWarps * 32, kSmem, stream>>>(a, maps);
 }
 
 template <int NB, int MT, int SW, class OutT>
@@ -448,6 +554,7 @@ void launch(const W4A4GemmArgs& a, cudaStream_t stream) {
     detail::fail("w4a4_linear", Status::kUnsupported, "options.config",
                  detail::cat("the decode configuration with ", kToks, " tokens per CTA would need ", ctas,
                              " CTAs for L=", a.L, ", D=", a.D, " (at most 2^31 - 1; the heuristic takes it for small L)"));
+  if (ctas == 0) return;
   const dim3 grid(static_cast<unsigned>(ctas));
   if (a.group == 64)
     launch_g<64, NB, MT, SW, OutT>(a, grid, stream);
@@ -455,29 +562,33 @@ void launch(const W4A4GemmArgs& a, cudaStream_t stream) {
     launch_g<128, NB, MT, SW, OutT>(a, grid, stream);
 }
 
-// The table's rows -> instantiations: 8 tokens stream through registers; 16 tokens on 16 weight
-// rows through 128-byte ring stages; 16 tokens on 32 rows and 32 tokens (two m16 tiles) through
-// 64-byte stages, the most stages in the ring.
+// The table's rows -> instantiations: 8 tokens stream through registers (ring_sw = 0) or a ring of
+// 128-byte stages; 16 tokens on 16 weight rows through 128-byte ring stages; 16 tokens on 32 rows
+// and 32 tokens (two m16 tiles) through 64-byte stages (the TMA swizzle spans one stage row).
 template <class OutT>
 void run_typed(const W4A4GemmArgs& a, int config, cudaStream_t stream) {
-  switch (kW4A4Configs[config].tile_m) {
-    case 8: return launch<1, 1, 0, OutT>(a, stream);
+  const W4A4Config& c = kW4A4Configs[config];
+  switch (c.tile_m) {
+    case 8:
+      if (c.ring_sw == 0) return launch<1, 1, 0, OutT>(a, stream);
+      return launch<1, 1, 128, OutT>(a, stream);
     case 16:
-      if (kW4A4Configs[config].tile_n == 32) return launch<2, 2, 64, OutT>(a, stream);
+      if (c.tile_n == 32) return launch<2, 2, 64, OutT>(a, stream);
       return launch<2, 1, 128, OutT>(a, stream);
     default: return launch<4, 2, 64, OutT>(a, stream);
   }
 }
 
-// The table's decode rows are exactly the instantiated ones (tokens x weight rows: 8x16, 16x16,
-// 16x32, 32x32).
+// The table's decode rows are exactly the instantiated ones (tokens x weight rows / ring stage bytes).
+constexpr bool decode_row_instantiated(const W4A4Config& c) {
+  if (c.k_slices != kWarps || c.warps_m != 1 || c.warps_n != 1) return false;
+  if (c.tile_m == 8) return c.tile_n == 16 && (c.ring_sw == 0 || c.ring_sw == 128);
+  if (c.tile_m == 16) return (c.tile_n == 16 && c.ring_sw == 128) || (c.tile_n == 32 && c.ring_sw == 64);
+  return c.tile_m == 32 && c.tile_n == 32 && c.ring_sw == 64;
+}
 constexpr bool decode_rows_instantiated() {
   for (const W4A4Config& c : kW4A4Configs)
-    if (c.kernel == W4A4Kernel::kDecode &&
-        !((((c.tile_m == 8 || c.tile_m == 16) && c.tile_n == 16) || (c.tile_m == 16 && c.tile_n == 32) ||
-           (c.tile_m == 32 && c.tile_n == 32)) &&
-          c.k_slices == kWarps && c.warps_m == 1 && c.warps_n == 1))
-      return false;
+    if (c.kernel == W4A4Kernel::kDecode && !decode_row_instantiated(c)) return false;
   return true;
 }
 static_assert(decode_rows_instantiated(), "a kDecode row of kW4A4Configs has no instantiation here");
