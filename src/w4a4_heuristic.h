@@ -40,14 +40,15 @@ inline constexpr int64_t kW4A4DecodeRingMinBytesPerSm = 240 * 1024;
 // Y[L,D] = X1[L,D1]·W1ᵀ + X2·W2ᵀ over the whole table. Small L is a weight stream
 // (bench/results/h200/tuning/tune_w4a4_decode_tma.txt, rank 0; fitted on the bench's six layers at
 // L = 1, 8, 12, 16, 24, 32, checked on eight layers of other models at L = 1, 5, 13, 16, 27):
-//  * L <= 8: group 64, a packed weight of >= 240 KiB per SM (>= 31.7 MB on 132 SMs): the 8-token ring
+//  * L <= 8: group 64, a packed weight of >= 240 KiB per SM (>= 32.4 MB on 132 SMs): the 8-token ring
 //    (57344x8192 at L = 1: 82.9 µs against 102.9 for the registers; 10240x8192 24.2 / 25.3), else
 //    the register stream (4096x4096 9.1 / 9.6; 4096x14336, 29 MB, a tie). Group 128: the register
-//    stream, whose 16-byte loads already cover a group per lane (faster on four of six layers by
-//    5-12 %; the ring's weight scales, two per stage row, come by 4-byte cp.async).
+//    stream, whose 16-byte loads already cover a group per lane (faster than the ring on five of six
+//    layers at L = 1 by 5-13 %, on four at L = 8; the ring's weight scales, two groups per stage
+//    row, come by 4-byte cp.async).
 //  * L <= 16: the 16-token ring on 16 weight rows (fastest on all six layers at L = 12 and 16, e.g.
 //    57344x8192 at L = 16: 103.9 µs against 118.9 on 32 rows; of the other layers, two with
-//    D1 <= 5120 and >= 27648 rows run 3-7 % faster on 32 rows).
+//    D1 <= 5120 and >= 27648 rows run 3-8 % faster on 32 rows).
 //  * L <= 128: the 32-token ring (several token blocks read the weight from DRAM once, then from
 //    L2; fastest at L = 24 and 32 on all six layers).
 // All of them read X1 packed INT4; 129..175 tokens the mma.sync 32x64 tile (packed); from 176 tokens
