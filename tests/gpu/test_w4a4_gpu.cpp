@@ -321,6 +321,36 @@ TEST_F(W4A4Gpu, DecodeScaleVectorsAndPartialChunks) {
   }
 }
 
+// The decode ring rows keep a one-wave grid (two CTAs per SM) resident over blocks: more blocks than
+// that (D = 8456: 529 blocks of 16 rows, 265 of 32 on a 132-SM H200), so CTAs compute two or three
+// and each warp's ring runs on from one block into the next; several token blocks (L = tokens + 1),
+// whose last is partial; warps without stages (D1 = 256 at group 64: one stage for eight warps), whose
+// tiles still join every block's sum; a partial last stage (D1 = 1088); the low-rank term per block;
+// exact on small integers, then against the reference.
+TEST_F(W4A4Gpu, DecodeRingsManyBlocksPerCta) {
+  std::mt19937 rng(2611);
+  int i = 0;
+  for (int config = 0; config < w4a4_num_configs(); ++config) {
+    const std::string name = w4a4_config_name(config);
+    if (name.rfind("decode_", 0) != 0 || name == "decode_8x16_k8") continue;  // the register row has no ring
+    const int64_t tokens = name.rfind("decode_8x", 0) == 0 ? 8 : name.rfind("decode_16x", 0) == 0 ? 16 : 32;
+    Problem e{tokens + 1, 8456, 1088, 64, 16, DType::kF32};  // exact: unit scales, small integers
+    e.config = config;
+    e.small_integers = true;
+    run_problem(e, rng);
+    for (int64_t L : {int64_t{1}, tokens + 1})
+      for (const auto& [group, D1] : {std::pair<int, int64_t>{64, 256}, {64, 1088}, {128, 1152}}) {
+        Problem p{L, 8456, D1, group, i % 2 == 0 ? 16 : 0, i % 3 == 0 ? DType::kF32 : DType::kBF16};
+        p.config = config;
+        p.bias = i % 4 == 1;
+        run_problem(p, rng);
+        if (HasFailure()) return;
+        ++i;
+      }
+  }
+  EXPECT_GE(i, 24);  // four ring rows, two L, three shapes
+}
+
 // The heuristic follows the caller's X1 staging: packed X1 at prefill sizes runs the mma.sync tiles,
 // e4m3 X1 the wgmma kernel also at decode sizes.
 TEST_F(W4A4Gpu, HeuristicRunsEitherStaging) {

@@ -10,9 +10,10 @@
 namespace qsgemm::kernels {
 
 inline constexpr int32_t kSmallIntToFloatLimit = 1 << 22;  // |v| < this
+inline constexpr int32_t kSmallIntFloatBits = 0x4B400000;  // the bit pattern of 1.5·2^23 = 12582912.0f
 
 __device__ __forceinline__ float small_int_to_float(int32_t v) {
-  return __int_as_float(v + 0x4B400000) - 12582912.0f;  // 0x4B400000 = 1.5·2^23 = 12582912.0f
+  return __int_as_float(v + kSmallIntFloatBits) - 12582912.0f;
 }
 
 }  // namespace qsgemm::kernels
