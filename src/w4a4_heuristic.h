@@ -33,24 +33,25 @@ static_assert(kW4A4Configs[kWgmma].kernel == W4A4Kernel::kWgmma && kW4A4Configs[
 // L up to which a decode row is taken, and from which the wgmma kernel (e4m3 X1) is.
 inline constexpr int64_t kW4A4DecodeMaxL = 128;
 inline constexpr int64_t kW4A4WgmmaMinL = 176;
-// 1..8 tokens at group 64 take the 8-token ring (TMA boxes) where the packed weight has at least this
-// many bytes per SM, else the 8-token register stream, whose first loads start sooner.
-inline constexpr int64_t kW4A4DecodeRingMinBytesPerSm = 240 * 1024;
+// 1..8 tokens take the 8-token ring (TMA boxes, resident CTAs) where the packed weight has at least
+// this many bytes per SM, else the 8-token register stream, whose first loads start sooner.
+inline constexpr int64_t kW4A4DecodeRingMinBytesPerSm = 90 * 1024;
 
 // Y[L,D] = X1[L,D1]·W1ᵀ + X2·W2ᵀ over the whole table. Small L is a weight stream
-// (bench/results/h200/tuning/tune_w4a4_decode_tma.txt, rank 0; fitted on the bench's six layers at
-// L = 1, 8, 12, 16, 24, 32, checked on eight layers of other models at L = 1, 5, 13, 16, 27):
-//  * L <= 8: group 64, a packed weight of >= 240 KiB per SM (>= 32.4 MB on 132 SMs): the 8-token ring
-//    (57344x8192 at L = 1: 82.9 µs against 102.9 for the registers; 10240x8192 24.2 / 25.3), else
-//    the register stream (4096x4096 9.1 / 9.6; 4096x14336, 29 MB, a tie). Group 128: the register
-//    stream, whose 16-byte loads already cover a group per lane (faster than the ring on five of six
-//    layers at L = 1 by 5-13 %, on four at L = 8; the ring's weight scales, two groups per stage
-//    row, come by 4-byte cp.async).
+// (bench/results/h200/tuning/tune_w4a4_decode_resident.txt, rank 0; fitted on seven layers of other
+// models, 13-35 MB of packed weight, at L = 1, 8 (both groups), 24 and 32; checked on the bench's six
+// layers):
+//  * L <= 8: a packed weight of >= 90 KiB per SM (>= 12.2 MB on 132 SMs), either group: the 8-token
+//    ring (13824x5120 at L = 1: 20.6 µs against 23.5 for the registers, group 128 18.7 / 23.4;
+//    5120x5120, 97 KiB per SM: 12.3 / 14.1), else the register stream (the bench's 4096x4096, 63 KiB
+//    per SM: 9.0 against 9.3 µs). At 124 KiB per SM (4096x8192, one block per CTA) the registers were
+//    1-4 % ahead.
 //  * L <= 16: the 16-token ring on 16 weight rows (fastest on all six layers at L = 12 and 16, e.g.
 //    57344x8192 at L = 16: 103.9 µs against 118.9 on 32 rows; of the other layers, two with
 //    D1 <= 5120 and >= 27648 rows run 3-8 % faster on 32 rows).
 //  * L <= 128: the 32-token ring (several token blocks read the weight from DRAM once, then from
-//    L2; fastest at L = 24 and 32 on all six layers).
+//    L2; at L = 24 and 32 faster than 16-token blocks on five of the seven fit layers, by up to 11 %,
+//    and up to 12 % slower on the other two, 5120x5120 and 6144x8192).
 // All of them read X1 packed INT4; 129..175 tokens the mma.sync 32x64 tile (packed); from 176 tokens
 // the wgmma kernel (X1 e4m3 codes). Measured on the H200 (tuning/tune_w4a4_decode.txt): the 32-token
 // row beats 32x64 from L = 48 to 128 on 4096x4096, 57344x8192 and 8192x28672 (at L = 128: 30 / 575 /

@@ -246,8 +246,9 @@ TEST(W4A4Validation, Extents) {
   expect_error([&] { w4a4_plan(16, 4096, 4096, 0, o, 132, 32); }, Status::kInvalidArgument, "group=32", "group");
   expect_error([&] { w4a4_plan(16, 4096, 4160, 0, o, 132, 128); }, Status::kInvalidArgument, "multiple of group=128",
                "D1");
-  EXPECT_EQ(w4a4_plan(1, 57344, 8192, 0, o, 132, 128).config, w4a4_config_index("decode_8x16_k8"));
+  EXPECT_EQ(w4a4_plan(1, 57344, 8192, 0, o, 132, 128).config, w4a4_config_index("decode_8x16_k8_ring"));
   EXPECT_EQ(w4a4_plan(1, 57344, 8192, 0, o, 132).config, w4a4_config_index("decode_8x16_k8_ring"));
+  EXPECT_EQ(w4a4_plan(1, 4096, 4096, 0, o, 132, 128).config, w4a4_config_index("decode_8x16_k8"));
 }
 
 TEST(W4A4Validation, QuantizerRules) {
@@ -371,7 +372,7 @@ TEST(W4A4Configs, TableAndNames) {
 }
 
 // The whole table: L <= 16 the decode row with the fewest n8 token blocks that hold L (8 tokens at
-// group 64 through the TMA ring from 240 KiB of packed weight per SM), L <= 128 the 32-token decode
+// through the TMA ring from 90 KiB of packed weight per SM), L <= 128 the 32-token decode
 // row, up to 175 tokens the mma.sync 32x64 tile (all packed X1), from 176 the wgmma kernel (e4m3 X1;
 // src/w4a4_heuristic.h); an e4m3 X1 the wgmma row at every L.
 TEST(W4A4Heuristic, DecodeThenSmallTile) {
@@ -380,15 +381,15 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
             wg = w4a4_config_index("128x128x128_wgmma_coop"), d8r = w4a4_config_index("decode_8x16_k8_ring");
   for (int64_t L : {0, 1, 7, 8}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d8) << L;
   for (int64_t L : {9, 16}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d16) << L;
-  // 1..8 tokens: the ring from D·D1/2 >= 240 KiB per SM at group 64; group 128 keeps the registers.
-  for (int64_t L : {1, 5, 8}) {
-    EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d8r) << L;
-    EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, 128), d8) << L << ": group 128";
-    EXPECT_EQ(w4a4_choose_config(L, 8192, 7936, 0, 132), d8r) << L << ": 240.5 KiB per SM";
-    EXPECT_EQ(w4a4_choose_config(L, 8192, 7872, 0, 132), d8) << L << ": 238.5 KiB per SM";
-    EXPECT_EQ(w4a4_choose_config(L, 4096, 14336, 0, 132), d8) << L << ": 217.2 KiB per SM";
-    EXPECT_EQ(w4a4_choose_config(L, 4096, 14336, 0, 78), d8r) << L << ": fewer SMs, the same weight";
-  }
+  // 1..8 tokens: the ring from D·D1/2 >= 90 KiB per SM, at either group.
+  for (int64_t L : {1, 5, 8})
+    for (int group : {64, 128}) {
+      EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, group), d8r) << L << " group " << group;
+      EXPECT_EQ(w4a4_choose_config(L, 4096, 5952, 0, 132, group), d8r) << L << ": 90.2 KiB per SM";
+      EXPECT_EQ(w4a4_choose_config(L, 4096, 5888, 0, 132, group), d8) << L << ": 89.2 KiB per SM";
+      EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 0, 132, group), d8) << L << ": 62.1 KiB per SM";
+      EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 0, 78, group), d8r) << L << ": fewer SMs, the same weight";
+    }
   EXPECT_EQ(w4a4_choose_config(9, 57344, 8192, 0, 132), d16);
   // 9..16 tokens: the 16-token ring on 16 weight rows at every shape and group.
   for (int64_t L : {9, 12, 16})
