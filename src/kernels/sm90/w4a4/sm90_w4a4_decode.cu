@@ -634,8 +634,9 @@ void launch(const W4A4GemmArgs& a, cudaStream_t stream) {
                              " (at most 2^31 - 1, and D below 2^31 - ", kRows, "; the heuristic takes it for small L)"));
   if (ctas == 0) return;
   // The 8- and 16-token ring rows: one wave of two CTAs per SM, each looping over blocks (the kernel
-  // is correct for any grid). The 32-token row keeps a CTA per block: resident CTAs were 4-22 % slower
-  // there (tuning/tune_w4a4_decode_persistent.txt).
+  // is correct for any grid). The 32-token row keeps a CTA per block: its first resident build took
+  // 1.04-1.30x the time of the previous kernel (tuning/tune_w4a4_decode_resident.txt, not re-measured
+  // since the build's spills were reduced).
   const int64_t wave = 2 * static_cast<int64_t>(a.sm_count);
   const dim3 grid(static_cast<unsigned>(SW > 0 && NB <= 2 && wave > 0 && ctas > wave ? wave : ctas));
   if (a.group == 64)
