@@ -75,8 +75,9 @@ std::string w4a4_config_name(int index);
 // The index of the configuration named `name`; kInvalidArgument listing the valid names otherwise.
 int w4a4_config_index(const std::string& name);
 // The configuration the heuristic prefers over the whole table (src/w4a4_heuristic.h) for weight
-// groups of `group` (64 or 128): L <= 8 decode_8x16_k8_ring (group 64, a packed weight of at least
-// 240 KiB per SM) or decode_8x16_k8, L <= 16 decode_16x16_k8, L <= 128 decode_32x32_k8; L <= 175
+// groups of `group` (64 or 128; validated, the choice is the same for both): L <= 8
+// decode_8x16_k8_ring (a packed weight of at least 90 KiB per SM) or decode_8x16_k8, L <= 16
+// decode_16x16_k8, L <= 128 decode_32x32_k8; L <= 175
 // the mma.sync 32x64 tile (all X1 kI4x2); else the wgmma row (X1 kE4M3). w4a4_linear with
 // options.config == -1 runs this one when x1 has the dtype it reads (w4a4_x1_dtype), else the
 // heuristic's choice among the rows reading x1's dtype. sm_count > 0, L >= 0, D > 0, group 64 or
