@@ -119,7 +119,7 @@ struct Geometry {
   static_assert(SW != 0 || (NB == 1 && MT == 1), "the register stream has one n8 block and one m16 tile");
   static_assert(SW == 0 || (kCodeBytes % 1024 == 0 && (kRows * SW) % 512 == 0), "swizzle-aligned boxes");
   static_assert(kSmemBytes <= 113 * 1024, "two CTAs per SM");
-  static_assert(SW == 0 || kSmemBytes > 76 * 1024, "the ring rows' persistent grid assumes exactly two CTAs per SM");
+  static_assert(SW == 0 || kSmemBytes > 76 * 1024, "the ring rows' resident grid assumes exactly two CTAs per SM");
   static_assert(SW == 0 || kTileBytes <= kCodeBytes, "a warp's tile fits in the codes of one ring slot");
   // Byte b of stage row r (weight rows, then tokens) under the TMA swizzle of SW-byte rows.
   __device__ static constexpr int code_off(int r, int b) {
@@ -301,13 +301,15 @@ __global__ void __launch_bounds__(kWarps * 32, 2) sm90_w4a4_decode_kernel(const 
     // in flight while a block's tiles are reduced and stored.
     constexpr int S = Geo::kStages;
     const int n_blocks = token_blocks * static_cast<int>((a.D + kRows - 1) / kRows);
-    const int my_blocks = static_cast<int>(blockIdx.x) < n_blocks ? (n_blocks - 1 - static_cast<int>(blockIdx.x)) / static_cast<int>(gridDim.x) + 1 : 0;
+    const int my_blocks = static_cast<int>(blockIdx.x) < n_blocks
+                              ? (n_blocks - 1 - static_cast<int>(blockIdx.x)) / static_cast<int>(gridDim.x) + 1
+                              : 0;
     // Warp slices of whole stages (kGps groups): only the weight's last stage may hold fewer groups,
     // and the TMA unit fills its columns past D1 (and the scales past them) with zeros.
     const int ns_all = (ng + kGps - 1) / kGps;
     const int st_begin = warp * ns_all / kWarps, n_stages = (warp + 1) * ns_all / kWarps - st_begin;
-    const int64_t total = static_cast<int64_t>(my_blocks) * n_stages;  // this warp's stages over the CTA's blocks
-    int64_t issued = 0;                          // of them issued so far
+    const int64_t total = static_cast<int64_t>(my_blocks) * n_stages;  // this warp's stages, all blocks
+    int64_t issued = 0;                                                 // of them issued so far
     uint8_t* const aligned = smem + ((Geo::kAlign - (smem_u32(smem) & (Geo::kAlign - 1))) & (Geo::kAlign - 1));
     uint8_t* const codes = aligned + warp * S * Geo::kCodeBytes;
     float* const scales = reinterpret_cast<float*>(aligned + Geo::kScaleOff + warp * S * Geo::kScaleBytes);
@@ -329,11 +331,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2) sm90_w4a4_decode_kernel(const 
     // rows and tokens fit in int: launch checks the CTA count, and TMA coordinates are int).
     int iss_slot = 0, iss_blk = static_cast<int>(blockIdx.x), iss_s = 0;
     int iss_d0 = block_d0(iss_blk), iss_l0 = block_l0(iss_blk);
-    // The next stage of this warp's sequence into slot iss_slot: lane 0 issues the stage's two to four TMA boxes
-    // (rows past D, tokens past L and columns past D1 arrive as zeros), each one request where 16-byte
-    // loads or cp.async made one per 16 bytes and row; scales without a map come by 4-byte cp.async
-    // (zero-filled where out of range). The weight is read once (evict it from L2 first); X1 and the
-    // token scales serve every CTA.
+    // The next stage of this warp's sequence into slot iss_slot: lane 0 issues the stage's two to four
+    // TMA boxes (rows past D, tokens past L and columns past D1 arrive as zeros), each one request where
+    // 16-byte loads or cp.async made one per 16 bytes and row; scales without a map come by 4-byte
+    // cp.async (zero-filled where out of range). The weight is read once (evict it from L2 first); X1
+    // and the token scales serve every CTA.
     auto issue = [&] {
       const int slot = iss_slot;
       const int gs = (st_begin + iss_s) * kGps, live = min(kGps, ng - gs);
