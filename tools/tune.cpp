@@ -220,12 +220,12 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
 // `qsgemm tune w4a4`: every configuration of the W4A4 + low-rank table on Y[M,N] = X1[M,K]·W1[N,K]ᵀ
 // + X2[M,r]·W2[N,r]ᵀ (bf16 output; --rank r, default 64; --group 64|128, default 64). Each
 // configuration reads X1 in its own staging (w4a4_x1_dtype: packed INT4 or e4m3 codes).
-int tune_w4a4(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_count) {
+int tune_w4a4(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_count, int G) {
   using namespace qsgemm::bench;
-  const int64_t R = arg_int(argc, argv, "--rank", 64), G = arg_int(argc, argv, "--group", 64);
+  const int64_t R = arg_int(argc, argv, "--rank", 64);
   cudaStream_t stream;
   cudaStreamCreate(&stream);
-  const int64_t ng = K / std::max<int64_t>(G, 1);
+  const int64_t ng = K / G;
   DeviceBuffer x1(static_cast<size_t>(M * K + 16)), w1(static_cast<size_t>(N * K / 2 + 16)),
       sx(static_cast<size_t>(4 * std::max<int64_t>(M * ng, 1))), sw(static_cast<size_t>(4 * std::max<int64_t>(N * ng, 1))),
       x2(static_cast<size_t>(2 * M * R + 16)), w2(static_cast<size_t>(2 * N * R + 16)), y(static_cast<size_t>(2 * M * N));
@@ -238,12 +238,12 @@ int tune_w4a4(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_cou
   Timer timer(stream);
   SweepOptions so;
   if (!parse_sweep_options(argc, argv, w4a4_num_configs(), w4a4_config_index, &so)) return 2;
-  const int chosen = w4a4_choose_config(M, N, K, static_cast<int>(R), sm_count, w4a4_group_is_valid(static_cast<int>(G)) ? static_cast<int>(G) : 64);
+  const int chosen = w4a4_choose_config(M, N, K, static_cast<int>(R), sm_count, G);
   std::string json;
   arg_value(argc, argv, "--json", &json);
   FILE* jf = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
   std::printf("tune w4a4 M=%lld N=%lld K=%lld rank=%lld group=%lld\n", static_cast<long long>(M),
-              static_cast<long long>(N), static_cast<long long>(K), static_cast<long long>(R), static_cast<long long>(G));
+              static_cast<long long>(N), static_cast<long long>(K), static_cast<long long>(R), G);
   const int rc = sweep(
       "w4a4", M, N, K, w4a4_num_configs(), chosen, [](int i) { return w4a4_config_name(i); },
       [&](int i, cudaStream_t st) {
@@ -252,7 +252,7 @@ int tune_w4a4(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_cou
         const bool bytes = w4a4_x1_dtype(i) == DType::kE4M3;  // the staging this configuration reads
         w4a4_linear(bytes ? MatrixView(x1.get(), DType::kE4M3, M, K) : MatrixView(x1.get(), DType::kI4x2, M, K / 2),
                     sx.as<float>(), M,
-                    MatrixView(w1.get(), DType::kI4x2, N, K / 2), sw.as<float>(), static_cast<int>(G),
+                    MatrixView(w1.get(), DType::kI4x2, N, K / 2), sw.as<float>(), G,
                     MatrixView(x2.get(), DType::kBF16, M, R), MatrixView(w2.get(), DType::kBF16, N, R), {},
                     MatrixView(y.get(), DType::kBF16, M, N), opt, st);
       },
@@ -296,13 +296,18 @@ int run_tune(int argc, char** argv) {
   }
   const int64_t M = arg_int(argc, argv, "--m", 16), N = arg_int(argc, argv, "--n", 4096),
                 K = arg_int(argc, argv, "--k", 4096);
+  const int64_t group = family == "w4a4" ? arg_int(argc, argv, "--group", 64) : 64;
+  if (group != 64 && group != 128) {  // before the device check: the CLI tests run without a GPU
+    std::fprintf(stderr, "qsgemm tune: --group %lld must be 64 or 128\n", static_cast<long long>(group));
+    return 2;
+  }
   const DeviceInfo d = device_info();
   if (!d.supports_kernels()) {
     std::fprintf(stderr, "qsgemm tune: needs an sm_90a GPU (%s)\n", d.present ? d.name.c_str() : d.error.c_str());
     return 2;
   }
   if (family == "blockwise") return tune_blockwise(argc, argv, M, N, K, d.sm_count);
-  if (family == "w4a4") return tune_w4a4(argc, argv, M, N, K, d.sm_count);
+  if (family == "w4a4") return tune_w4a4(argc, argv, M, N, K, d.sm_count, static_cast<int>(group));
   using namespace qsgemm::bench;
   cudaStream_t stream;
   cudaStreamCreate(&stream);
