@@ -371,7 +371,7 @@ TEST(W4A4Configs, TableAndNames) {
   expect_error([] { w4a4_config_index("nope"); }, Status::kInvalidArgument, "128x128x128_w2x4", "name");
 }
 
-// The whole table: L <= 16 the decode row with the fewest n8 token blocks that hold L (8 tokens at
+// The whole table: L <= 16 the decode row with the fewest n8 token blocks that hold L (8 tokens
 // through the TMA ring from 90 KiB of packed weight per SM), L <= 128 the 32-token decode
 // row, up to 175 tokens the mma.sync 32x64 tile (all packed X1), from 176 the wgmma kernel (e4m3 X1;
 // src/w4a4_heuristic.h); an e4m3 X1 the wgmma row at every L.

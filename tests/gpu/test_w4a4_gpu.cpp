@@ -321,9 +321,10 @@ TEST_F(W4A4Gpu, DecodeScaleVectorsAndPartialChunks) {
   }
 }
 
-// The decode ring rows keep a one-wave grid (two CTAs per SM) resident over blocks: more blocks than
-// that (D = 8456: 529 blocks of 16 rows, 265 of 32 on a 132-SM H200), so CTAs compute two or three
-// and each warp's ring runs on from one block into the next; several token blocks (L = tokens + 1),
+// The 8- and 16-token ring rows keep a one-wave grid (two CTAs per SM) resident over blocks: more
+// blocks than that (D = 8456: 529 blocks of 16 rows on a 132-SM H200), so CTAs compute two or three
+// and each warp's ring runs on from one block into the next (the 32-token rows, one CTA per block,
+// run the same cases); several token blocks (L = tokens + 1),
 // whose last is partial; warps without stages (D1 = 256 at group 64: one stage for eight warps), whose
 // tiles still join every block's sum; a partial last stage (D1 = 1088); the low-rank term per block;
 // exact on small integers, then against the reference.
