@@ -1,23 +1,53 @@
-// The W4A4 heuristic (src/w4a4_heuristic.h): the measured fastest row per staging and L band.
+// The W4A4 heuristic (src/w4a4_heuristic.h): the measured fastest row per staging and L band, and
+// the cost model that picks the staging from 17 tokens.
 #include "w4a4_heuristic.h"
 
 namespace qsgemm::kernels {
+namespace {
 
-int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t D1, int /*rank*/, int sm_count, DType x1, int /*group*/) {
+const W4A4CostModel& cost_model(int group) { return group == 128 ? kW4A4CostGroup128 : kW4A4CostGroup64; }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+double w4a4_decode32_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group) {
+  const W4A4CostModel& m = cost_model(group);
+  // double: D·D1 does not overflow, and the estimate is a real number of µs.
+  const double elems_per_sm = static_cast<double>(D) * static_cast<double>(D1) / sm_count;
+  return m.decode_fixed_us + static_cast<double>(ceil_div(L, 32)) * elems_per_sm * m.decode_us_per_elem_sm;
+}
+
+double w4a4_wgmma_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group) {
+  const W4A4CostModel& m = cost_model(group);
+  const int64_t token_tiles = ceil_div(L, 128);
+  const double waves = static_cast<double>(ceil_div(token_tiles * ceil_div(D, 128), sm_count));
+  const double oob = static_cast<double>(token_tiles * 128 - L) / 128.0;
+  const double ktiles = static_cast<double>(ceil_div(D1, 128));
+  return m.wgmma_fixed_us + waves * (m.wgmma_wave_us + ktiles * (m.wgmma_ktile_us + m.wgmma_ktile_oob_us * oob));
+}
+
+bool w4a4_prefers_e4m3(int64_t L, int64_t D, int64_t D1, int sm_count, int group) {
+  if (L > kW4A4ModelMaxL) return true;
+  return L > 16 && w4a4_wgmma_cost_us(L, D, D1, sm_count, group) < w4a4_decode32_cost_us(L, D, D1, sm_count, group);
+}
+
+int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t D1, int /*rank*/, int sm_count, DType x1, int group) {
   if (x1 == DType::kE4M3) return w4a4_detail::kWgmma;
-  if (L > kW4A4DecodeMaxL) return w4a4_detail::kSmall;
   if (L <= 8) {
     // D · D1 / 2 packed bytes against the per-SM threshold (double: no overflow at any valid shape).
     const double bytes_per_sm = static_cast<double>(D) * static_cast<double>(D1) / 2.0 / sm_count;
     return bytes_per_sm >= static_cast<double>(kW4A4DecodeRingMinBytesPerSm) ? w4a4_detail::kDecode8Ring
                                                                               : w4a4_detail::kDecode8;
   }
-  if (L <= 16) return w4a4_detail::kDecode16;
+  if (L <= 16 || (group == 64 && L >= 33 && L <= 48)) return w4a4_detail::kDecode16;
+  if (L > kW4A4PackedDecodeMaxL && w4a4_prefers_e4m3(L, D, D1, sm_count, group)) return w4a4_detail::kSmall;
   return w4a4_detail::kDecode32;
 }
 
 int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, int group) {
-  return w4a4_choose_for_x1(L, D, D1, rank, sm_count, L >= kW4A4WgmmaMinL ? DType::kE4M3 : DType::kI4x2, group);
+  const DType x1 = w4a4_prefers_e4m3(L, D, D1, sm_count, group) ? DType::kE4M3 : DType::kI4x2;
+  return w4a4_choose_for_x1(L, D, D1, rank, sm_count, x1, group);
 }
 
 }  // namespace qsgemm::kernels

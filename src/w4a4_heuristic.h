@@ -30,17 +30,44 @@ static_assert(kW4A4Configs[kWgmma].kernel == W4A4Kernel::kWgmma && kW4A4Configs[
               "the prefill row is the wgmma kernel, the decode rows the decode kernel");
 }  // namespace w4a4_detail
 
-// L up to which a decode row is taken, and from which the wgmma kernel (e4m3 X1) is.
-inline constexpr int64_t kW4A4DecodeMaxL = 128;
-inline constexpr int64_t kW4A4WgmmaMinL = 176;
 // 1..8 tokens take the 8-token ring (TMA boxes, resident CTAs) where the packed weight has at least
 // this many bytes per SM, else the 8-token register stream, whose first loads start sooner.
 inline constexpr int64_t kW4A4DecodeRingMinBytesPerSm = 90 * 1024;
+// Packed X1 above this many tokens: the mma.sync 32x64 tile, unless the cost model below keeps the
+// decode row (w4a4_choose_for_x1).
+inline constexpr int64_t kW4A4PackedDecodeMaxL = 175;
+// The cost model decides up to this many tokens (8 decode blocks; fitted up to 6); above, the wgmma
+// kernel at every shape.
+inline constexpr int64_t kW4A4ModelMaxL = 256;
 
-// Y[L,D] = X1[L,D1]·W1ᵀ + X2·W2ᵀ over the whole table. Small L is a weight stream
-// (bench/results/h200/tuning/tune_w4a4_decode_resident.txt, rank 0; fitted on seven layers of other
-// models, 13-35 MB of packed weight, at L = 1, 8 (both groups), 24 and 32; checked on the bench's six
-// layers):
+// From 17 tokens the choice between the 32-token decode row (packed X1) and the wgmma kernel (e4m3
+// X1) is a cost model of each, in µs on the H200, fitted per group on 8 layers of other models at
+// L = 24..175 (bench/results/h200/tuning/tune_w4a4_band_model.txt: rank 64, 2 % RMS for the wgmma
+// kernel, 6 % for the decode row):
+//  * the decode row is instruction-bound: every 32-token block streams the whole weight through the
+//    SMs, so decode_fixed_us + ceil(L/32) · D·D1/sm_count · decode_us_per_elem_sm;
+//  * the wgmma kernel runs 128x128 work tiles in waves of one per SM (persistent, no K split, so a
+//    layer of few 128-row tiles leaves SMs idle): wgmma_fixed_us + waves · (wgmma_wave_us + ceil(D1/128)
+//    · (wgmma_ktile_us + wgmma_ktile_oob_us · oob)), oob the fraction of the last token tile past L
+//    (a TMA box's rows past the tensor cost more than rows inside it: at group 64 a 24-token tile
+//    takes 1.3x a full one).
+struct W4A4CostModel {
+  double decode_fixed_us, decode_us_per_elem_sm;
+  double wgmma_fixed_us, wgmma_wave_us, wgmma_ktile_us, wgmma_ktile_oob_us;
+};
+inline constexpr W4A4CostModel kW4A4CostGroup64{12.99, 3.76e-5, 6.16, 5.08, 1.019, 0.317};
+inline constexpr W4A4CostModel kW4A4CostGroup128{19.61, 3.12e-5, 4.84, 5.31, 0.757, 0.035};
+// The model's estimates (group 64 or 128; any other group uses group 64's constants).
+double w4a4_decode32_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group);
+double w4a4_wgmma_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group);
+// Whether the heuristic stages X1 as e4m3 codes for the wgmma kernel: L > kW4A4ModelMaxL, or L > 16
+// and the model's wgmma estimate below the decode row's. python/qsgemm/_ops_w4a4.py (w4a4_x1_e4m3) mirrors it.
+bool w4a4_prefers_e4m3(int64_t L, int64_t D, int64_t D1, int sm_count, int group);
+
+// Y[L,D] = X1[L,D1]·W1ᵀ + X2·W2ᵀ over the whole table: w4a4_choose_for_x1 in the staging
+// w4a4_prefers_e4m3 picks. Small L is a weight stream (bench/results/h200/tuning/
+// tune_w4a4_decode_resident.txt, rank 0; fitted on seven layers of other models, 13-35 MB of packed
+// weight, at L = 1, 8 (both groups), 24 and 32; checked on the bench's six layers):
 //  * L <= 8: a packed weight of >= 90 KiB per SM (>= 12.2 MB on 132 SMs), either group: the 8-token
 //    ring (13824x5120 at L = 1: 20.6 µs against 23.5 for the registers, group 128 18.7 / 23.4;
 //    5120x5120, 97 KiB per SM: 12.3 / 14.1), else the register stream (the bench's 4096x4096, 63 KiB
@@ -49,26 +76,30 @@ inline constexpr int64_t kW4A4DecodeRingMinBytesPerSm = 90 * 1024;
 //  * L <= 16: the 16-token ring on 16 weight rows (fastest on all six layers at L = 12 and 16, e.g.
 //    57344x8192 at L = 16: 103.9 µs against 118.9 on 32 rows; of the other layers, two with
 //    D1 <= 5120 and >= 27648 rows run 3-8 % faster on 32 rows).
-//  * L <= 128: the 32-token ring (several token blocks read the weight from DRAM once, then from
-//    L2; at L = 24 and 32 faster than 16-token blocks on five of the seven fit layers, by up to 11 %,
-//    and up to 12 % slower on the other two, 5120x5120 and 6144x8192).
-// All of them read X1 packed INT4; 129..175 tokens the mma.sync 32x64 tile (packed); from 176 tokens
-// the wgmma kernel (X1 e4m3 codes). Measured on the H200 (tuning/tune_w4a4_decode.txt): the 32-token
-// row beats 32x64 from L = 48 to 128 on 4096x4096, 57344x8192 and 8192x28672 (at L = 128: 30 / 575 /
-// 290 µs against 47 / 611 / 358, with the cp.async ring the TMA ring replaced). The wgmma kernel
-// against 32x64 (tuning/tune_w4a4_band.txt, rank 64, group 64, fitted at L = 160 and 200 on four
-// layers, none of them the bench's L): at L = 200 48.2 / 148.8 µs against 56.0 / 175.5 (4096x4096,
-// 4096x14336), at L = 320 and 448 1.4-2.1x faster on every layer; at L = 160 32x64 is ahead on two
-// of three layers by 3-5 % (48.8 against 51.4 µs on 4096x4096, 177.4 against 183.7 on 10240x8192)
-// and behind on 28672x4096 (201.4 against 192.9). At group 128 that edge lies between the same two
-// points (32x64 1.11-1.19x faster at L = 160, the wgmma kernel 1.07-1.19x at 200). L >= 0, D > 0,
-// sm_count > 0, group 64 or 128 (the callers check).
+//  * 33..48 tokens at group 64: the 16-token ring again, three blocks of 16 against two of 32
+//    (tune_w4a4_band_model.txt: 0.85-1.00x the 32-token row's time on all 8 fit layers at L = 40, 48).
+//  * Else up to 175 tokens, and beyond where the model keeps packed X1: the 32-token ring (several
+//    token blocks read the weight from DRAM once, then from L2; at L = 24 and 32 faster than 16-token
+//    blocks on five of the seven fit layers, by up to 11 %, and up to 12 % slower on the other two).
+//    It beat the mma.sync 32x64 tile at L = 144..175 on all 8 fit layers at group 64 (1.0-1.5x); at
+//    group 128 the tile was 4-24 % faster from 64 tokens on the three layers of >= 14336 rows, but the
+//    wgmma kernel faster still on all three from 96 tokens.
+//  * The wgmma kernel wherever the model says so. On the fit layers at group 64 (L = 24..175): at
+//    80-128 and 175 tokens on 13824x5120, 14336x4096 and 27648x5120 (108-216 work tiles of 128 rows;
+//    0.53-0.58x the decode row's time at L = 112..128), at 112, 128, 175 on 18944x3584, from 80 on
+//    59136x8192, at 175 on 6144x4096, never on 3584x18944 and 5120x13824 (28 and 40 tiles: 1.1-6x
+//    the decode row's time). The picks: 0.2 % slower than the fastest kernel timed, geomean, 7 % at
+//    worst (88 points); at group 128 (from 64 tokens on the three layers of >= 14336 rows) 1.4 %,
+//    10 % at worst (16 points; the 32x64 tile, not a candidate, the fastest on 3 of them).
+// With packed X1 beyond 175 tokens and the model preferring e4m3, the mma.sync 32x64 tile. L >= 0,
+// D > 0, sm_count > 0, group 64 or 128 (the callers check).
 int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, int group = 64);
 
 // The same restricted to the rows that read X1 in dtype `x1` (what w4a4_linear runs with
 // options.config == -1, so a caller's X1 staging always has a kernel):
 //  * kE4M3: the wgmma row (the only one reading e4m3 codes), any L;
-//  * kI4x2: L <= 128 a decode row, else the mma.sync 32x64 tile (the packed rows' bands above).
+//  * kI4x2: the decode rows up to kW4A4PackedDecodeMaxL tokens or where w4a4_prefers_e4m3 is false,
+//    else the mma.sync 32x64 tile.
 int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, DType x1, int group = 64);
 
 }  // namespace qsgemm::kernels

@@ -28,7 +28,7 @@
 // [L, D1/2] bytes) or as e4m3 codes (DType::kE4M3, [L, D1], one code per byte as an e4m3 value, the
 // same codes). Each configuration reads one of them (w4a4_x1_dtype). Typical use:
 //     LinearPlan p = w4a4_plan(L, D, D1, r, {}, 0, group);  // the configuration the heuristic picks
-//     DType s = w4a4_x1_dtype(p);                            // kI4x2 below 176 tokens, else kE4M3
+//     DType s = w4a4_x1_dtype(p);                            // kI4x2 or kE4M3 (L and the shape)
 //     w4a4_quantize_activations(x, group, l1, x1_as_s, ...); w4a4_linear(x1_as_s, ...);
 // w4a4_linear with options.config == -1 picks among the configurations that read x1's dtype, so
 // either staging always runs (an e4m3 X1 takes the wgmma kernel).
@@ -75,13 +75,15 @@ std::string w4a4_config_name(int index);
 // The index of the configuration named `name`; kInvalidArgument listing the valid names otherwise.
 int w4a4_config_index(const std::string& name);
 // The configuration the heuristic prefers over the whole table (src/w4a4_heuristic.h) for weight
-// groups of `group` (64 or 128; validated, the choice is the same for both): L <= 8
-// decode_8x16_k8_ring (a packed weight of at least 90 KiB per SM) or decode_8x16_k8, L <= 16
-// decode_16x16_k8, L <= 128 decode_32x32_k8; L <= 175
-// the mma.sync 32x64 tile (all X1 kI4x2); else the wgmma row (X1 kE4M3). w4a4_linear with
-// options.config == -1 runs this one when x1 has the dtype it reads (w4a4_x1_dtype), else the
-// heuristic's choice among the rows reading x1's dtype. sm_count > 0, L >= 0, D > 0, group 64 or
-// 128 (kInvalidArgument otherwise).
+// groups of `group` (64 or 128): L <= 8 decode_8x16_k8_ring (a packed weight of at least 90 KiB per
+// SM) or decode_8x16_k8, L <= 16 decode_16x16_k8 (also 33..48 at group 64); from 17 tokens a cost
+// model of the shape picks decode_32x32_k8 (X1 kI4x2) or the wgmma row (X1 kE4M3): the wgmma row where
+// its 128x128 tiles fill the SMs (group 64: 57344x8192 from 65 tokens), the decode row on layers of few
+// 128-row tiles (4096x14336 up to 224 tokens); every shape the wgmma row above 256
+// tokens. w4a4_linear with options.config == -1 runs this one when x1 has the dtype it reads
+// (w4a4_x1_dtype), else the heuristic's choice among the rows reading x1's dtype (packed X1 above
+// 175 tokens, where the model prefers e4m3: the mma.sync 32x64 tile). sm_count > 0, L >= 0, D > 0,
+// group 64 or 128 (kInvalidArgument otherwise).
 int w4a4_choose_config(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, int group = 64);
 // The X1 dtype configuration `config` reads: DType::kI4x2 (packed, [L, D1/2] bytes) or DType::kE4M3
 // (e4m3 codes, [L, D1]). kInvalidArgument for an index outside the table.

@@ -14,8 +14,8 @@ Schemas::
 Dtypes (docs/formats.md §5): packed INT4 is ``torch.uint8`` with K/2 columns (two signed values
 -8..7 per byte, the even k in the low nibble); the activations' e4m3 staging (``e4m3=True``) is
 ``torch.float8_e4m3fn`` [M, K], one code per byte as an e4m3 value: what the wgmma kernel reads
-(``w4a4_linear`` takes either; ``w4a4_x1_e4m3(M)`` says which one the library's heuristic
-prefers); scales float32, weight scales [N, K/group] row-major,
+(``w4a4_linear`` takes either; ``w4a4_x1_e4m3(M, N, K, group)`` says which one the library's
+heuristic prefers); scales float32, weight scales [N, K/group] row-major,
 activation scales [M, K/group] M-major (strides (1, M)); the low-rank operands x2 [M, r], w2 [N, r]
 and lora_down [r, K] are bfloat16; r = 0, 16, ..., 128; group 64 or 128; K % group == 0; N % 8 == 0.
 """
@@ -34,24 +34,63 @@ __all__ = [
     "w4a4_linear",
     "w4a4_linear_out",
     "w4a4_x1_e4m3",
+    "w4a4_sm_count",
     "W4A4_GROUPS",
     "W4A4_MAX_RANK",
 ]
 
 W4A4_GROUPS = (64, 128)
 W4A4_MAX_RANK = 128
-# The staging the library's heuristic reads (src/w4a4_heuristic.h, w4a4_choose): packed INT4 for the
-# decode kernel and the mma.sync tiles up to 175 tokens, e4m3 codes for the wgmma kernel from 176.
-# The library runs either staging; this only picks the faster one.
-W4A4_E4M3_MIN_L = 176
+# The staging the library's heuristic reads (src/w4a4_heuristic.h, w4a4_prefers_e4m3), mirrored here
+# so that it runs at trace time (torch.compile, symbolic M): packed INT4 for the decode kernel up to 16
+# tokens; from 17 a cost model of the decode row and the wgmma kernel (µs on the H200, per group:
+# decode fixed, per element per SM and 32-token block; wgmma fixed, per wave, per K tile of 128 per
+# wave, per K tile and fraction of the last token tile past M); e4m3 codes for the wgmma kernel above
+# 256 tokens. The library runs either staging; this only picks the faster one. test_w4a4_ops_cpu.py
+# checks it against libqsgemm's own function.
+W4A4_MODEL_MAX_L = 256
+_W4A4_COST = {
+    64: (12.99, 3.76e-5, 6.16, 5.08, 1.019, 0.317),
+    128: (19.61, 3.12e-5, 4.84, 5.31, 0.757, 0.035),
+}
 _ops = torch.ops.qsgemm
 
 
-def w4a4_x1_e4m3(M: int) -> bool:
-    """Whether activations of M tokens should be quantized into the e4m3 staging (the wgmma kernel's
-    operand) rather than packed INT4 (the decode and mma.sync kernels'): what the library's heuristic
-    runs."""
-    return M >= W4A4_E4M3_MIN_L
+def _cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def w4a4_x1_e4m3(M: int, N: int, K: int, group: int = 64, sm_count: int = 132) -> bool:
+    """Whether activations of M tokens for a weight [N, K] should be quantized into the e4m3 staging
+    (the wgmma kernel's operand) rather than packed INT4 (the decode kernel's): what the library's
+    heuristic runs on a GPU of ``sm_count`` SMs (the H200's 132 by default)."""
+    if M > W4A4_MODEL_MAX_L:
+        return True
+    if M <= 16:
+        return False
+    dec_fixed, dec_elem, wg_fixed, wg_wave, wg_ktile, wg_oob = _W4A4_COST.get(group, _W4A4_COST[64])
+    decode = dec_fixed + _cdiv(M, 32) * (N * K / sm_count) * dec_elem
+    tiles = _cdiv(M, 128)
+    waves = _cdiv(tiles * _cdiv(N, 128), sm_count)
+    oob = (tiles * 128 - M) / 128
+    wgmma = wg_fixed + waves * (wg_wave + _cdiv(K, 128) * (wg_ktile + wg_oob * oob))
+    return wgmma < decode
+
+
+_SM_COUNTS: dict = {}
+
+
+@torch.compiler.assume_constant_result
+def w4a4_sm_count(device: torch.device) -> int:
+    """The SM count w4a4_x1_e4m3 takes for tensors on ``device``: the CUDA device's (cached), 132 (an
+    H200's) for any other device. A constant to torch.compile."""
+    if device.type != "cuda":
+        return 132
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    n = _SM_COUNTS.get(index)
+    if n is None:
+        n = _SM_COUNTS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return n
 
 
 @torch.library.register_fake("qsgemm::w4a4_pack_weight")

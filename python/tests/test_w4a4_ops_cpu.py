@@ -1,10 +1,14 @@
 """CPU-runnable tests of the W4A4 + low-rank ops: schemas, fake kernels, opcheck, torch.compile,
 errors, and the CPU kernels (the float64 reference) against independent torch references."""
 
+import ctypes
+import pathlib
+
 import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+import qsgemm
 from qsgemm import ops
 
 import reference as ref
@@ -252,6 +256,41 @@ def test_e4m3_staging_is_the_unpacked_codes_and_computes_the_same(group):
     assert torch.equal(ops.w4a4_linear(q8, qs, w1, ws, group, qx2, w2), ops.w4a4_linear(p1, ps, w1, ws, group, px2, w2))
     with pytest.raises(ValueError, match="expected K=256"):
         ops.w4a4_linear(q8[:, :128].contiguous(), qs, w1, ws, group)
-    # The heuristic's staging: packed up to 175 tokens (decode, mma.sync), e4m3 (wgmma) from 176.
-    assert not ops.w4a4_x1_e4m3(32) and not ops.w4a4_x1_e4m3(175)
-    assert ops.w4a4_x1_e4m3(176) and ops.w4a4_x1_e4m3(4096)
+
+
+# ---- the heuristic's staging (w4a4_x1_e4m3 mirrors libqsgemm's w4a4_prefers_e4m3) ------------------------
+
+
+def _library_x1_e4m3():
+    """libqsgemm's own choice, through its exported C++ functions (the wheel's libqsgemm.so.0):
+    w4a4_choose_config(L, D, D1, rank, sm_count, group) and w4a4_x1_dtype(config) (DType::kE4M3 = 3)."""
+    lib = ctypes.CDLL(str(pathlib.Path(qsgemm.__file__).parent / "libqsgemm.so.0"))
+    choose = lib._ZN6qsgemm18w4a4_choose_configEllliii
+    choose.restype = ctypes.c_int
+    choose.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_int] * 3
+    dtype = lib._ZN6qsgemm13w4a4_x1_dtypeEi
+    dtype.restype = ctypes.c_uint8
+    dtype.argtypes = [ctypes.c_int]
+    return lambda M, N, K, group, sm: dtype(choose(M, N, K, 64, sm, group)) == 3
+
+
+def test_x1_staging_matches_the_library():
+    library = _library_x1_e4m3()
+    layers = [(4096, 4096), (28672, 4096), (4096, 14336), (10240, 8192), (57344, 8192), (8192, 28672),
+              (3584, 18944), (14336, 4096), (256, 4096), (6144, 4096)]
+    ms = list(range(1, 300)) + [384, 511, 512, 1000, 2048, 8192]
+    picks = set()
+    for group in (64, 128):
+        for sm in (132, 114, 78):
+            for N, K in layers:
+                for M in ms:
+                    e4m3 = ops.w4a4_x1_e4m3(M, N, K, group, sm)
+                    assert e4m3 == library(M, N, K, group, sm), (M, N, K, group, sm)
+                    picks.add(e4m3)
+    assert picks == {True, False}
+    # The model's shape: a weight stream up to 16 tokens; the wgmma kernel on a wide layer from 80
+    # tokens at group 64 (65 on), a narrow one keeps the decode row to 175; every layer e4m3 above 256.
+    assert not ops.w4a4_x1_e4m3(16, 57344, 8192) and not ops.w4a4_x1_e4m3(64, 57344, 8192)
+    assert ops.w4a4_x1_e4m3(80, 57344, 8192) and not ops.w4a4_x1_e4m3(175, 3584, 18944)
+    assert all(ops.w4a4_x1_e4m3(257, N, K) for N, K in layers)
+    assert ops.w4a4_sm_count(torch.device("cpu")) == 132

@@ -372,9 +372,9 @@ TEST(W4A4Configs, TableAndNames) {
 }
 
 // The whole table: L <= 16 the decode row with the fewest n8 token blocks that hold L (8 tokens
-// through the TMA ring from 90 KiB of packed weight per SM), L <= 128 the 32-token decode
-// row, up to 175 tokens the mma.sync 32x64 tile (all packed X1), from 176 the wgmma kernel (e4m3 X1;
-// src/w4a4_heuristic.h); an e4m3 X1 the wgmma row at every L.
+// through the TMA ring from 90 KiB of packed weight per SM), 33..48 at group 64 the 16-token row; from
+// 17 tokens the cost model's choice between the 32-token decode row (packed X1) and the wgmma kernel
+// (e4m3 X1; src/w4a4_heuristic.h); an e4m3 X1 the wgmma row at every L.
 TEST(W4A4Heuristic, DecodeThenSmallTile) {
   const int d8 = w4a4_config_index("decode_8x16_k8"), d16 = w4a4_config_index("decode_16x16_k8"),
             d32 = w4a4_config_index("decode_32x32_k8"), small = w4a4_config_index("32x64x128_w1x4"),
@@ -398,18 +398,34 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
       EXPECT_EQ(w4a4_choose_config(L, 16896, 4096, 0, 132, group), d16) << L;
     }
   expect_error([] { w4a4_choose_config(1, 4096, 4096, 0, 132, 96); }, Status::kInvalidArgument, "group=96", "group");
-  for (int64_t L : {17, 31, 32, 33, 64, 128}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d32) << L;
-  for (int64_t L : {129, 160, 175}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), small) << L;
-  for (int64_t L : {176, 288, 511, 512, 2048, 8192}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), wg) << L;
-  EXPECT_EQ(w4a4_choose_config(256, 256, 4096, 0, 132), wg) << "the band is by L alone";
-  EXPECT_EQ(kernels::kW4A4WgmmaMinL, 176);
+  // 17..32 tokens: one 32-token block at every shape; 33..48 at group 64 three 16-token blocks.
+  for (int group : {64, 128})
+    for (int64_t L : {17, 31, 32}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, group), d32) << L;
+  for (int64_t L : {33, 40, 48}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d16) << L;
+  EXPECT_EQ(w4a4_choose_config(49, 57344, 8192, 0, 132), d32);
+  // The cost model (fit points of tuning/tune_w4a4_band_model.txt, group 64): on 57344x8192 (3.5
+  // waves of 128-row tiles) the wgmma kernel from 80 tokens; on 3584x18944 (28 tiles) never below 176.
+  for (int64_t L : {64}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), d32) << L;
+  for (int64_t L : {80, 128, 129, 175, 176, 2048}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), wg) << L;
+  for (int64_t L : {64, 128, 160, 175}) EXPECT_EQ(w4a4_choose_config(L, 3584, 18944, 64, 132), d32) << L;
+  // At group 128 the wgmma kernel's promotion costs half: on 57344x8192 from 33 tokens.
+  for (int64_t L : {33, 64, 128}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, 128), wg) << L;
+  // Every shape takes the wgmma kernel from a few hundred tokens, and never below 17.
+  for (int group : {64, 128})
+    for (auto [D, D1] : {std::pair<int64_t, int64_t>{4096, 4096}, {28672, 4096}, {4096, 14336}, {10240, 8192},
+                         {57344, 8192}, {8192, 28672}, {3584, 18944}, {256, 4096}}) {
+      for (int64_t L : {384, 512, 2048, 8192})
+        EXPECT_EQ(w4a4_choose_config(L, D, D1, 64, 132, group), wg) << D << "x" << D1 << " L=" << L;
+      for (int64_t L = 0; L <= 32; ++L)
+        EXPECT_EQ(kernels::kW4A4Configs[w4a4_choose_config(L, D, D1, 64, 132, group)].kernel,
+                  kernels::W4A4Kernel::kDecode) << D << "x" << D1 << " L=" << L;
+    }
   // Up to 32 tokens a decode row holds all of L in one token block (one weight pass); its tokens
   // per CTA never shrink as L grows.
   int prev_tokens = 0;
-  for (int64_t L = 1; L <= kernels::kW4A4DecodeMaxL; ++L) {
+  for (int64_t L = 1; L <= 32; ++L) {
     const auto& c = kernels::kW4A4Configs[w4a4_choose_config(L, 4096, 4096, 0, 132)];
-    EXPECT_EQ(c.kernel, kernels::W4A4Kernel::kDecode) << L;
-    if (L <= 32) EXPECT_GE(c.tile_m, L) << L;
+    EXPECT_GE(c.tile_m, L) << L;
     EXPECT_GE(c.tile_m, prev_tokens) << L;
     prev_tokens = c.tile_m;
   }
@@ -418,23 +434,64 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, wg);
   EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(2048, 4096, 4096, 64, o, 132)), DType::kE4M3);
   EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(150, 4096, 4096, 64, o, 132)), DType::kI4x2);
+  EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(150, 57344, 8192, 64, o, 132)), DType::kE4M3);
   EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(300, 4096, 4096, 64, o, 132)), DType::kE4M3);
   EXPECT_EQ(w4a4_plan(32, 4096, 4096, 64, o, 132).config, d32);
   EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(1, 4096, 4096, 64, o, 132)), DType::kI4x2);
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).split_k, 1);
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).workspace_bytes, 0u);
-  // Packed X1 (w4a4_linear with a kI4x2 x1) follows the same rule; e4m3 X1 the wgmma row at every L.
-  for (int64_t L : {1, 32, 33, 128, 2048}) {
-    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 4096, 4096, 64, 132, DType::kI4x2),
-              L <= 8 ? d8 : L <= 128 ? d32 : small) << L;
-    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 4096, 4096, 64, 132, DType::kE4M3), wg) << L;
+  // Packed X1 (w4a4_linear with a kI4x2 x1): the decode rows up to 175 tokens and wherever the model
+  // keeps packed X1, else the 32x64 tile; e4m3 X1 the wgmma row at every L.
+  for (int64_t L : {1, 32, 49, 128, 175, 176, 2048}) {
+    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 57344, 8192, 64, 132, DType::kI4x2),
+              L <= 8 ? d8r : L <= 175 ? d32 : small) << L;
+    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 57344, 8192, 64, 132, DType::kE4M3), wg) << L;
   }
+  EXPECT_EQ(kernels::w4a4_choose_for_x1(200, 4096, 14336, 64, 132, DType::kI4x2), d32) << "the model keeps packed";
+  EXPECT_EQ(w4a4_choose_config(200, 4096, 14336, 64, 132), d32);
   o.config = d8;
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, d8);
   expect_error([&] { w4a4_plan(16, 4096, 4096, 40, o, 132); }, Status::kInvalidArgument, "rank r=40", "rank");
   o.split_k = 4;
   expect_error([&] { w4a4_plan(16, 4096, 4096, 64, o, 132); }, Status::kInvalidArgument, "does not split K",
                "options.split_k");
+}
+
+// The band's cost model (src/w4a4_heuristic.h): close to what it was fitted on, and monotone where
+// the kernels are.
+TEST(W4A4Heuristic, CostModel) {
+  using kernels::w4a4_decode32_cost_us;
+  using kernels::w4a4_wgmma_cost_us;
+  // Measured on the H200 (tuning/tune_w4a4_band_model.txt, rank 64): within 15 %.
+  struct Point {
+    int64_t L, D, D1;
+    int group;
+    double decode_us, wgmma_us;
+  };
+  for (const Point& p : {Point{128, 59136, 8192, 64, 525.2, 304.4}, Point{24, 59136, 8192, 64, 151.4, 370.0},
+                         Point{160, 14336, 4096, 64, 102.7, 99.9}, Point{64, 3584, 18944, 64, 47.1, 181.8},
+                         Point{128, 14336, 4096, 128, 80.6, 34.1}, Point{160, 59136, 8192, 128, 578.1, 395.4}}) {
+    EXPECT_NEAR(w4a4_decode32_cost_us(p.L, p.D, p.D1, 132, p.group) / p.decode_us, 1.0, 0.15) << p.D << "x" << p.D1 << " L=" << p.L;
+    EXPECT_NEAR(w4a4_wgmma_cost_us(p.L, p.D, p.D1, 132, p.group) / p.wgmma_us, 1.0, 0.15) << p.D << "x" << p.D1 << " L=" << p.L;
+  }
+  for (int group : {64, 128})
+    for (auto [D, D1] : {std::pair<int64_t, int64_t>{4096, 4096}, {57344, 8192}, {3584, 18944}}) {
+      double prev_decode = 0.0, prev_wgmma = 0.0;
+      for (int64_t L = 1; L <= 4096; ++L) {
+        // The decode row: every 32-token block streams the weight once more.
+        const double dec = w4a4_decode32_cost_us(L, D, D1, 132, group);
+        EXPECT_GE(dec, prev_decode) << L;
+        prev_decode = dec;
+        // The wgmma kernel: more whole token tiles never cost less; fewer SMs never cost less.
+        if (L % 128 == 0) {
+          const double w = w4a4_wgmma_cost_us(L, D, D1, 132, group);
+          EXPECT_GE(w, prev_wgmma) << L;
+          EXPECT_GE(w4a4_wgmma_cost_us(L, D, D1, 78, group), w) << L;
+          prev_wgmma = w;
+        }
+        if (L <= 16) EXPECT_FALSE(kernels::w4a4_prefers_e4m3(L, D, D1, 132, group)) << L;
+      }
+    }
 }
 
 // ---- the format ------------------------------------------------------------------------------------

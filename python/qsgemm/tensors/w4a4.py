@@ -156,7 +156,8 @@ class W4A4LowRankTensor(QuantizedWeightTensor):
             x2 = (x2.to(torch.float32) / w.smooth).to(out_dtype)
         x2 = x2.contiguous()
         b = prepare_bias(bias, N, out_dtype, name)
-        e4m3 = _ops.w4a4_x1_e4m3(x2.shape[0])  # the staging the library's faster kernel reads
+        # The staging the library's faster kernel reads (its heuristic, for this GPU's SM count).
+        e4m3 = _ops.w4a4_x1_e4m3(x2.shape[0], N, K, w.group, _ops.w4a4_sm_count(x2.device))
         if w.rank > 0:
             x1, xs, xl = _ops.w4a4_quantize_activations(x2, w.group, w.lora_down, e4m3)
             y = _ops.w4a4_linear(x1, xs, w.qdata, w.scale, w.group, xl, w.lora_up, b, out_dtype)
