@@ -14,15 +14,16 @@
 // No second kernel, no extra pass over Y. Any L >= 1; partial tiles are predicated. Three kernels:
 //  * src/kernels/sm90/w4a4/sm90_w4a4_decode.cu, `mma.sync` m16n8k32 s8 with the weight as the A
 //    operand and 8 / 16 / 32 tokens per CTA, K split over the CTA's warps, each streaming its slice
-//    through registers or a ring of TMA boxes, X1 packed INT4: the heuristic's choice up to 128
-//    tokens (a weight stream);
+//    through registers or a ring of TMA boxes, X1 packed INT4: the heuristic's choice up to 16
+//    tokens (a weight stream), and from 17 where its cost model keeps it (narrow layers, few tokens);
 //  * src/kernels/sm90/w4a4/sm90_w4a4_gemm.cuh, `mma.sync` m16n8k32 s8 on nibbles of both operands
-//    widened in registers, X1 packed INT4: the heuristic's choice at 129..175 tokens (the 32x64
-//    tile, measured fastest there, src/w4a4_heuristic.h);
+//    widened in registers, X1 packed INT4: the heuristic's choice for packed X1 above 175
+//    tokens where its cost model prefers the e4m3 staging (src/w4a4_heuristic.h);
 //  * src/kernels/sm90/w4a4/sm90_w4a4_wgmma.cuh, CUTLASS's TMA warp-specialized mixed-input mainloop
 //    with e4m3·e4m3 → f32 `wgmma` (every code -8..7 and every group sum is exact in it); the INT4
 //    weight is widened in registers, the activations are read as e4m3 codes (the "e4m3 staging" of
-//    X1, below): the heuristic's choice from 176 tokens.
+//    X1, below): the heuristic's choice where its cost model says so (wide layers from
+//    ~65 tokens at group 64) and at every shape above 256 tokens.
 //
 // X1 staging (docs/formats.md §5): the activation quantizer writes X1 either packed (DType::kI4x2,
 // [L, D1/2] bytes) or as e4m3 codes (DType::kE4M3, [L, D1], one code per byte as an e4m3 value, the

@@ -1,5 +1,5 @@
 // The W4A4 + low-rank decode GEMM (the kDecode rows of sm90_w4a4_configs.h; the heuristic takes it
-// for L <= 128, any L runs):
+// up to 16 tokens and from 17 where its cost model keeps it, any L runs):
 //
 //   Y[L,D] = Σ_g sx[l,g]·sw[d,g]·Σ_{k∈g} x1[l,k]·w1[d,k]  +  Σ_r x2[l,r]·w2[d,r]  (+ bias[d])
 //
