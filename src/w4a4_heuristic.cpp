@@ -2,6 +2,8 @@
 // the cost model that picks the staging from 17 tokens.
 #include "w4a4_heuristic.h"
 
+#include <limits>
+
 namespace qsgemm::kernels {
 namespace {
 
@@ -27,9 +29,33 @@ double w4a4_wgmma_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int gr
   return m.wgmma_fixed_us + waves * (m.wgmma_wave_us + ktiles * (m.wgmma_ktile_us + m.wgmma_ktile_oob_us * oob));
 }
 
+double w4a4_small_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group) {
+  const W4A4CostModel& m = cost_model(group);
+  if (!m.small_candidate) return std::numeric_limits<double>::infinity();
+  const int64_t ctas = ceil_div(L, 32) * ceil_div(D, 64);
+  const double waves = static_cast<double>(ceil_div(ctas, 4 * static_cast<int64_t>(sm_count)));
+  return m.small_fixed_us + static_cast<double>(ctas) * static_cast<double>(D1) / sm_count * m.small_us_per_cta_k +
+         waves * static_cast<double>(D1) * m.small_us_per_wave_k;
+}
+
+namespace {
+
+// The packed-X1 candidate the model prefers from 17 tokens, and its estimate.
+int packed_pick(int64_t L, int64_t D, int64_t D1, int sm_count, int group, double* cost) {
+  const double decode = w4a4_decode32_cost_us(L, D, D1, sm_count, group);
+  const double small = w4a4_small_cost_us(L, D, D1, sm_count, group);
+  *cost = small < decode ? small : decode;
+  return small < decode ? w4a4_detail::kSmall : w4a4_detail::kDecode32;
+}
+
+}  // namespace
+
 bool w4a4_prefers_e4m3(int64_t L, int64_t D, int64_t D1, int sm_count, int group) {
   if (L > kW4A4ModelMaxL) return true;
-  return L > 16 && w4a4_wgmma_cost_us(L, D, D1, sm_count, group) < w4a4_decode32_cost_us(L, D, D1, sm_count, group);
+  if (L <= 16) return false;
+  double packed = 0.0;
+  packed_pick(L, D, D1, sm_count, group, &packed);
+  return w4a4_wgmma_cost_us(L, D, D1, sm_count, group) < packed;
 }
 
 int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t D1, int /*rank*/, int sm_count, DType x1, int group) {
@@ -41,8 +67,9 @@ int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t D1, int /*rank*/, int sm_co
                                                                               : w4a4_detail::kDecode8;
   }
   if (L <= 16 || (group == 64 && L >= 33 && L <= 48)) return w4a4_detail::kDecode16;
-  if (L > kW4A4PackedDecodeMaxL && w4a4_prefers_e4m3(L, D, D1, sm_count, group)) return w4a4_detail::kSmall;
-  return w4a4_detail::kDecode32;
+  if (L > kW4A4ModelMaxL) return w4a4_detail::kSmall;
+  double cost = 0.0;
+  return packed_pick(L, D, D1, sm_count, group, &cost);
 }
 
 int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, int group) {

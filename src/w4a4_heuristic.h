@@ -33,35 +33,42 @@ static_assert(kW4A4Configs[kWgmma].kernel == W4A4Kernel::kWgmma && kW4A4Configs[
 // 1..8 tokens take the 8-token ring (TMA boxes, resident CTAs) where the packed weight has at least
 // this many bytes per SM, else the 8-token register stream, whose first loads start sooner.
 inline constexpr int64_t kW4A4DecodeRingMinBytesPerSm = 90 * 1024;
-// Packed X1 above this many tokens: the mma.sync 32x64 tile, unless the cost model below keeps the
-// decode row (w4a4_choose_for_x1).
-inline constexpr int64_t kW4A4PackedDecodeMaxL = 175;
 // The cost model decides up to this many tokens (8 decode blocks; fitted up to 6); above, the wgmma
-// kernel at every shape.
+// kernel at every shape, and for packed X1 the mma.sync 32x64 tile.
 inline constexpr int64_t kW4A4ModelMaxL = 256;
 
 // From 17 tokens the choice between the 32-token decode row (packed X1) and the wgmma kernel (e4m3
-// X1) is a cost model of each, in µs on the H200, fitted per group on 8 layers of other models at
-// L = 24..175 (bench/results/h200/tuning/tune_w4a4_band_model.txt: rank 64, 2 % RMS for the wgmma
-// kernel, 6 % for the decode row):
+// X1), at group 128 also the mma.sync 32x64 tile (packed X1), is a cost model of each, in µs on the
+// H200, fitted per group on 8 layers of other models at L = 24..175 (bench/results/h200/tuning/
+// tune_w4a4_band_model.txt: rank 64; group 64: 2.8 % RMS for the wgmma kernel, 6.5 % for the decode
+// row; group 128: 2.0 / 8.1 / 6.5 % with the tile):
 //  * the decode row is instruction-bound: every 32-token block streams the whole weight through the
 //    SMs, so decode_fixed_us + ceil(L/32) · D·D1/sm_count · decode_us_per_elem_sm;
 //  * the wgmma kernel runs 128x128 work tiles in waves of one per SM (persistent, no K split, so a
 //    layer of few 128-row tiles leaves SMs idle): wgmma_fixed_us + waves · (wgmma_wave_us + ceil(D1/128)
 //    · (wgmma_ktile_us + wgmma_ktile_oob_us · oob)), oob the fraction of the last token tile past L
 //    (a TMA box's rows past the tensor cost more than rows inside it: at group 64 a 24-token tile
-//    takes 1.3x a full one).
+//    takes 1.3x a full one);
+//  * the 32x64 tile (group 128 only: at group 64 it was never the fastest of the three), c = its
+//    ceil(L/32)·ceil(D/64) CTAs, four per SM: small_fixed_us + c·D1/sm_count · small_us_per_cta_k +
+//    ceil(c / (4·sm_count)) · D1 · small_us_per_wave_k.
 struct W4A4CostModel {
   double decode_fixed_us, decode_us_per_elem_sm;
   double wgmma_fixed_us, wgmma_wave_us, wgmma_ktile_us, wgmma_ktile_oob_us;
+  bool small_candidate;
+  double small_fixed_us, small_us_per_cta_k, small_us_per_wave_k;
 };
-inline constexpr W4A4CostModel kW4A4CostGroup64{12.99, 3.76e-5, 6.16, 5.08, 1.019, 0.317};
-inline constexpr W4A4CostModel kW4A4CostGroup128{19.61, 3.12e-5, 4.84, 5.31, 0.757, 0.035};
+inline constexpr W4A4CostModel kW4A4CostGroup64{12.99, 3.76e-5, 6.16, 5.08, 1.019, 0.317, false, 0.0, 0.0, 0.0};
+inline constexpr W4A4CostModel kW4A4CostGroup128{14.23, 3.32e-5, 4.375, 5.71, 0.751, 0.0456,
+                                                 true,  8.097, 1.0724e-3, 2.502e-3};
 // The model's estimates (group 64 or 128; any other group uses group 64's constants).
 double w4a4_decode32_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group);
 double w4a4_wgmma_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group);
+// The 32x64 tile's; +infinity where it is not a candidate (group 64).
+double w4a4_small_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group);
 // Whether the heuristic stages X1 as e4m3 codes for the wgmma kernel: L > kW4A4ModelMaxL, or L > 16
-// and the model's wgmma estimate below the decode row's. python/qsgemm/_ops_w4a4.py (w4a4_x1_e4m3) mirrors it.
+// and the model's wgmma estimate below those of the packed-X1 candidates. python/qsgemm/_ops_w4a4.py
+// (w4a4_x1_e4m3) mirrors it.
 bool w4a4_prefers_e4m3(int64_t L, int64_t D, int64_t D1, int sm_count, int group);
 
 // Y[L,D] = X1[L,D1]·W1ᵀ + X2·W2ᵀ over the whole table: w4a4_choose_for_x1 in the staging
@@ -78,28 +85,28 @@ bool w4a4_prefers_e4m3(int64_t L, int64_t D, int64_t D1, int sm_count, int group
 //    D1 <= 5120 and >= 27648 rows run 3-8 % faster on 32 rows).
 //  * 33..48 tokens at group 64: the 16-token ring again, three blocks of 16 against two of 32
 //    (tune_w4a4_band_model.txt: 0.85-1.00x the 32-token row's time on all 8 fit layers at L = 40, 48).
-//  * Else up to 175 tokens, and beyond where the model keeps packed X1: the 32-token ring (several
-//    token blocks read the weight from DRAM once, then from L2; at L = 24 and 32 faster than 16-token
-//    blocks on five of the seven fit layers, by up to 11 %, and up to 12 % slower on the other two).
-//    It beat the mma.sync 32x64 tile at L = 144..175 on all 8 fit layers at group 64 (1.0-1.5x); at
-//    group 128 the tile was 4-24 % faster from 64 tokens on the three layers of >= 14336 rows, but the
-//    wgmma kernel faster still on all three from 96 tokens.
+//  * Else, where the model keeps packed X1: the 32-token ring (several token blocks read the weight
+//    from DRAM once, then from L2; at L = 24 and 32 faster than 16-token blocks on five of the seven
+//    fit layers, by up to 11 %, and up to 12 % slower on the other two); at group 128 the 32x64 tile
+//    where the model prefers it. At group 64 the ring beat the tile at L = 144..175 on all 8 fit
+//    layers (1.0-1.5x); at group 128 the tile was 1.1-1.4x faster than the ring from 24 tokens on the
+//    layers of >= 13824 rows.
 //  * The wgmma kernel wherever the model says so. On the fit layers at group 64 (L = 24..175): at
 //    80-128 and 175 tokens on 13824x5120, 14336x4096 and 27648x5120 (108-216 work tiles of 128 rows;
 //    0.53-0.58x the decode row's time at L = 112..128), at 112, 128, 175 on 18944x3584, from 80 on
 //    59136x8192, at 175 on 6144x4096, never on 3584x18944 and 5120x13824 (28 and 40 tiles: 1.1-6x
 //    the decode row's time). The picks: 0.2 % slower than the fastest kernel timed, geomean, 7 % at
-//    worst (88 points); at group 128 (from 64 tokens on the three layers of >= 14336 rows) 1.4 %,
-//    10 % at worst (16 points; the 32x64 tile, not a candidate, the fastest on 3 of them).
-// With packed X1 beyond 175 tokens and the model preferring e4m3, the mma.sync 32x64 tile. L >= 0,
-// D > 0, sm_count > 0, group 64 or 128 (the callers check).
+//    worst (88 points); at group 128 1.2 %, 26 % at worst (40 points; the worst where three 16-token
+//    blocks, not a candidate there, were fastest).
+// Packed X1 above 256 tokens: the mma.sync 32x64 tile. L >= 0, D > 0, sm_count > 0, group 64 or 128
+// (the callers check).
 int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, int group = 64);
 
 // The same restricted to the rows that read X1 in dtype `x1` (what w4a4_linear runs with
 // options.config == -1, so a caller's X1 staging always has a kernel):
 //  * kE4M3: the wgmma row (the only one reading e4m3 codes), any L;
-//  * kI4x2: the decode rows up to kW4A4PackedDecodeMaxL tokens or where w4a4_prefers_e4m3 is false,
-//    else the mma.sync 32x64 tile.
+//  * kI4x2: up to kW4A4ModelMaxL tokens the rows above with the model's packed-X1 pick from 17 tokens
+//    (the decode row, at group 128 the 32x64 tile where cheaper), else the mma.sync 32x64 tile.
 int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, DType x1, int group = 64);
 
 }  // namespace qsgemm::kernels

@@ -17,8 +17,8 @@
 //    through registers or a ring of TMA boxes, X1 packed INT4: the heuristic's choice up to 16
 //    tokens (a weight stream), and from 17 where its cost model keeps it (narrow layers, few tokens);
 //  * src/kernels/sm90/w4a4/sm90_w4a4_gemm.cuh, `mma.sync` m16n8k32 s8 on nibbles of both operands
-//    widened in registers, X1 packed INT4: the heuristic's choice for packed X1 above 175
-//    tokens where its cost model prefers the e4m3 staging (src/w4a4_heuristic.h);
+//    widened in registers, X1 packed INT4: the heuristic's choice at group 128 where its cost
+//    model prefers it (wide layers, 17 to ~64 tokens), and for packed X1 above 256 tokens;
 //  * src/kernels/sm90/w4a4/sm90_w4a4_wgmma.cuh, CUTLASS's TMA warp-specialized mixed-input mainloop
 //    with e4m3·e4m3 → f32 `wgmma` (every code -8..7 and every group sum is exact in it); the INT4
 //    weight is widened in registers, the activations are read as e4m3 codes (the "e4m3 staging" of
@@ -78,13 +78,13 @@ int w4a4_config_index(const std::string& name);
 // The configuration the heuristic prefers over the whole table (src/w4a4_heuristic.h) for weight
 // groups of `group` (64 or 128): L <= 8 decode_8x16_k8_ring (a packed weight of at least 90 KiB per
 // SM) or decode_8x16_k8, L <= 16 decode_16x16_k8 (also 33..48 at group 64); from 17 tokens a cost
-// model of the shape picks decode_32x32_k8 (X1 kI4x2) or the wgmma row (X1 kE4M3): the wgmma row where
-// its 128x128 tiles fill the SMs (group 64: 57344x8192 from 65 tokens), the decode row on layers of few
-// 128-row tiles (4096x14336 up to 224 tokens); every shape the wgmma row above 256
-// tokens. w4a4_linear with options.config == -1 runs this one when x1 has the dtype it reads
-// (w4a4_x1_dtype), else the heuristic's choice among the rows reading x1's dtype (packed X1 above
-// 175 tokens, where the model prefers e4m3: the mma.sync 32x64 tile). sm_count > 0, L >= 0, D > 0,
-// group 64 or 128 (kInvalidArgument otherwise).
+// model of the shape picks decode_32x32_k8 (X1 kI4x2; at group 128 also the mma.sync 32x64 tile) or
+// the wgmma row (X1 kE4M3): the wgmma row where its 128x128 tiles fill the SMs (group 64: 57344x8192
+// from 65 tokens), the decode row on layers of few 128-row tiles (4096x14336 up to 224 tokens); every
+// shape the wgmma row above 256 tokens. w4a4_linear with options.config == -1 runs this one when x1
+// has the dtype it reads (w4a4_x1_dtype), else the heuristic's choice among the rows reading x1's
+// dtype (packed X1 above 256 tokens: the mma.sync 32x64 tile). sm_count > 0, L >= 0, D > 0, group 64
+// or 128 (kInvalidArgument otherwise).
 int w4a4_choose_config(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, int group = 64);
 // The X1 dtype configuration `config` reads: DType::kI4x2 (packed, [L, D1/2] bytes) or DType::kE4M3
 // (e4m3 codes, [L, D1]). kInvalidArgument for an index outside the table.

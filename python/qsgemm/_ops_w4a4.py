@@ -42,16 +42,15 @@ __all__ = [
 W4A4_GROUPS = (64, 128)
 W4A4_MAX_RANK = 128
 # The staging the library's heuristic reads (src/w4a4_heuristic.h, w4a4_prefers_e4m3), mirrored here
-# so that it runs at trace time (torch.compile, symbolic M): packed INT4 for the decode kernel up to 16
-# tokens; from 17 a cost model of the decode row and the wgmma kernel (µs on the H200, per group:
-# decode fixed, per element per SM and 32-token block; wgmma fixed, per wave, per K tile of 128 per
-# wave, per K tile and fraction of the last token tile past M); e4m3 codes for the wgmma kernel above
-# 256 tokens. The library runs either staging; this only picks the faster one. test_w4a4_ops_cpu.py
-# checks it against libqsgemm's own function.
+# so that it runs at trace time (torch.compile, symbolic M): packed INT4 up to 16 tokens; from 17 a cost
+# model of the packed-X1 kernels (the decode row; at group 128 also the mma.sync 32x64 tile) and the
+# wgmma kernel, in µs on the H200 per group (the constants of kW4A4CostGroup64/128); e4m3 codes for
+# the wgmma kernel above 256 tokens. The library runs either staging; this only picks the faster one.
+# test_w4a4_ops_cpu.py checks it against libqsgemm's own function.
 W4A4_MODEL_MAX_L = 256
-_W4A4_COST = {
-    64: (12.99, 3.76e-5, 6.16, 5.08, 1.019, 0.317),
-    128: (19.61, 3.12e-5, 4.84, 5.31, 0.757, 0.035),
+_W4A4_COST = {  # decode (fixed, per element per SM), wgmma (fixed, wave, K tile, K tile past L), 32x64 or None
+    64: ((12.99, 3.76e-5), (6.16, 5.08, 1.019, 0.317), None),
+    128: ((14.23, 3.32e-5), (4.375, 5.71, 0.751, 0.0456), (8.097, 1.0724e-3, 2.502e-3)),
 }
 _ops = torch.ops.qsgemm
 
@@ -62,19 +61,23 @@ def _cdiv(a, b):
 
 def w4a4_x1_e4m3(M: int, N: int, K: int, group: int = 64, sm_count: int = 132) -> bool:
     """Whether activations of M tokens for a weight [N, K] should be quantized into the e4m3 staging
-    (the wgmma kernel's operand) rather than packed INT4 (the decode kernel's): what the library's
-    heuristic runs on a GPU of ``sm_count`` SMs (the H200's 132 by default)."""
+    (the wgmma kernel's operand) rather than packed INT4 (the decode and mma.sync kernels'): what the
+    library's heuristic runs on a GPU of ``sm_count`` SMs (the H200's 132 by default)."""
     if M > W4A4_MODEL_MAX_L:
         return True
     if M <= 16:
         return False
-    dec_fixed, dec_elem, wg_fixed, wg_wave, wg_ktile, wg_oob = _W4A4_COST.get(group, _W4A4_COST[64])
-    decode = dec_fixed + _cdiv(M, 32) * (N * K / sm_count) * dec_elem
+    (dec_fixed, dec_elem), (wg_fixed, wg_wave, wg_ktile, wg_oob), small = _W4A4_COST.get(group, _W4A4_COST[64])
+    packed = dec_fixed + _cdiv(M, 32) * (N * K / sm_count) * dec_elem
+    if small is not None:
+        ctas = _cdiv(M, 32) * _cdiv(N, 64)
+        s = small[0] + ctas * K / sm_count * small[1] + _cdiv(ctas, 4 * sm_count) * K * small[2]
+        packed = min(packed, s)
     tiles = _cdiv(M, 128)
     waves = _cdiv(tiles * _cdiv(N, 128), sm_count)
     oob = (tiles * 128 - M) / 128
     wgmma = wg_fixed + waves * (wg_wave + _cdiv(K, 128) * (wg_ktile + wg_oob * oob))
-    return wgmma < decode
+    return wgmma < packed
 
 
 _SM_COUNTS: dict = {}

@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
@@ -398,9 +399,13 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
       EXPECT_EQ(w4a4_choose_config(L, 16896, 4096, 0, 132, group), d16) << L;
     }
   expect_error([] { w4a4_choose_config(1, 4096, 4096, 0, 132, 96); }, Status::kInvalidArgument, "group=96", "group");
-  // 17..32 tokens: one 32-token block at every shape; 33..48 at group 64 three 16-token blocks.
-  for (int group : {64, 128})
-    for (int64_t L : {17, 31, 32}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, group), d32) << L;
+  // 17..32 tokens at group 64: one 32-token block at every shape; 33..48 three 16-token blocks. At
+  // group 128 the 32x64 tile where the model prefers it (wide layers), else the 32-token block.
+  for (int64_t L : {17, 31, 32}) {
+    EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d32) << L;
+    EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, 128), small) << L;
+    EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 0, 132, 128), d32) << L;
+  }
   for (int64_t L : {33, 40, 48}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d16) << L;
   EXPECT_EQ(w4a4_choose_config(49, 57344, 8192, 0, 132), d32);
   // The cost model (fit points of tuning/tune_w4a4_band_model.txt, group 64): on 57344x8192 (3.5
@@ -408,17 +413,23 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
   for (int64_t L : {64}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), d32) << L;
   for (int64_t L : {80, 128, 129, 175, 176, 2048}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), wg) << L;
   for (int64_t L : {64, 128, 160, 175}) EXPECT_EQ(w4a4_choose_config(L, 3584, 18944, 64, 132), d32) << L;
-  // At group 128 the wgmma kernel's promotion costs half: on 57344x8192 from 33 tokens.
-  for (int64_t L : {33, 64, 128}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, 128), wg) << L;
+  // At group 128 the wgmma kernel's promotion costs half: on 57344x8192 from 80 tokens, the 32x64 tile
+  // before; a narrow layer keeps the decode row to 128 tokens.
+  for (int64_t L : {33, 64}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, 128), small) << L;
+  for (int64_t L : {80, 128, 176}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, 128), wg) << L;
+  for (int64_t L : {33, 128}) EXPECT_EQ(w4a4_choose_config(L, 3584, 18944, 0, 132, 128), d32) << L;
   // Every shape takes the wgmma kernel from a few hundred tokens, and never below 17.
   for (int group : {64, 128})
     for (auto [D, D1] : {std::pair<int64_t, int64_t>{4096, 4096}, {28672, 4096}, {4096, 14336}, {10240, 8192},
                          {57344, 8192}, {8192, 28672}, {3584, 18944}, {256, 4096}}) {
       for (int64_t L : {384, 512, 2048, 8192})
         EXPECT_EQ(w4a4_choose_config(L, D, D1, 64, 132, group), wg) << D << "x" << D1 << " L=" << L;
-      for (int64_t L = 0; L <= 32; ++L)
-        EXPECT_EQ(kernels::kW4A4Configs[w4a4_choose_config(L, D, D1, 64, 132, group)].kernel,
-                  kernels::W4A4Kernel::kDecode) << D << "x" << D1 << " L=" << L;
+      for (int64_t L = 0; L <= 32; ++L) {  // packed X1: the decode kernel, at group 128 maybe the 32x64 tile
+        const kernels::W4A4Kernel k = kernels::kW4A4Configs[w4a4_choose_config(L, D, D1, 64, 132, group)].kernel;
+        EXPECT_TRUE(k == kernels::W4A4Kernel::kDecode || (group == 128 && L > 16 && k == kernels::W4A4Kernel::kMmaSync))
+            << D << "x" << D1 << " L=" << L;
+        if (group == 64) EXPECT_EQ(k, kernels::W4A4Kernel::kDecode) << D << "x" << D1 << " L=" << L;
+      }
     }
   // Up to 32 tokens a decode row holds all of L in one token block (one weight pass); its tokens
   // per CTA never shrink as L grows.
@@ -440,11 +451,11 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
   EXPECT_EQ(w4a4_x1_dtype(w4a4_plan(1, 4096, 4096, 64, o, 132)), DType::kI4x2);
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).split_k, 1);
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).workspace_bytes, 0u);
-  // Packed X1 (w4a4_linear with a kI4x2 x1): the decode rows up to 175 tokens and wherever the model
-  // keeps packed X1, else the 32x64 tile; e4m3 X1 the wgmma row at every L.
-  for (int64_t L : {1, 32, 49, 128, 175, 176, 2048}) {
+  // Packed X1 (w4a4_linear with a kI4x2 x1): up to 256 tokens the model's packed pick (at group 64 the
+  // decode rows), else the 32x64 tile; e4m3 X1 the wgmma row at every L.
+  for (int64_t L : {1, 32, 49, 128, 175, 176, 256, 257, 2048}) {
     EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 57344, 8192, 64, 132, DType::kI4x2),
-              L <= 8 ? d8r : L <= 175 ? d32 : small) << L;
+              L <= 8 ? d8r : L <= 256 ? d32 : small) << L;
     EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 57344, 8192, 64, 132, DType::kE4M3), wg) << L;
   }
   EXPECT_EQ(kernels::w4a4_choose_for_x1(200, 4096, 14336, 64, 132, DType::kI4x2), d32) << "the model keeps packed";
@@ -471,9 +482,16 @@ TEST(W4A4Heuristic, CostModel) {
   for (const Point& p : {Point{128, 59136, 8192, 64, 525.2, 304.4}, Point{24, 59136, 8192, 64, 151.4, 370.0},
                          Point{160, 14336, 4096, 64, 102.7, 99.9}, Point{64, 3584, 18944, 64, 47.1, 181.8},
                          Point{128, 14336, 4096, 128, 80.6, 34.1}, Point{160, 59136, 8192, 128, 578.1, 395.4}}) {
-    EXPECT_NEAR(w4a4_decode32_cost_us(p.L, p.D, p.D1, 132, p.group) / p.decode_us, 1.0, 0.15) << p.D << "x" << p.D1 << " L=" << p.L;
-    EXPECT_NEAR(w4a4_wgmma_cost_us(p.L, p.D, p.D1, 132, p.group) / p.wgmma_us, 1.0, 0.15) << p.D << "x" << p.D1 << " L=" << p.L;
+    const double decode = w4a4_decode32_cost_us(p.L, p.D, p.D1, 132, p.group);
+    const double wgmma = w4a4_wgmma_cost_us(p.L, p.D, p.D1, 132, p.group);
+    EXPECT_NEAR(decode / p.decode_us, 1.0, 0.15) << p.D << "x" << p.D1 << " L=" << p.L;
+    EXPECT_NEAR(wgmma / p.wgmma_us, 1.0, 0.15) << p.D << "x" << p.D1 << " L=" << p.L;
   }
+  // The 32x64 tile, a candidate at group 128 only.
+  for (const auto& [L, D, D1, us] : {std::tuple<int64_t, int64_t, int64_t, double>{64, 59136, 8192, 205.2},
+                                     {24, 14336, 4096, 23.6}, {48, 18944, 3584, 41.0}, {160, 27648, 5120, 157.3}})
+    EXPECT_NEAR(kernels::w4a4_small_cost_us(L, D, D1, 132, 128) / us, 1.0, 0.15) << D << "x" << D1 << " L=" << L;
+  EXPECT_TRUE(std::isinf(kernels::w4a4_small_cost_us(64, 59136, 8192, 132, 64)));
   for (int group : {64, 128})
     for (auto [D, D1] : {std::pair<int64_t, int64_t>{4096, 4096}, {57344, 8192}, {3584, 18944}}) {
       double prev_decode = 0.0, prev_wgmma = 0.0;
@@ -482,6 +500,9 @@ TEST(W4A4Heuristic, CostModel) {
         const double dec = w4a4_decode32_cost_us(L, D, D1, 132, group);
         EXPECT_GE(dec, prev_decode) << L;
         prev_decode = dec;
+        if (L > 1 && group == 128)  // the 32x64 tile: more token blocks never cost less
+          EXPECT_GE(kernels::w4a4_small_cost_us(L, D, D1, 132, group),
+                    kernels::w4a4_small_cost_us(L - 1, D, D1, 132, group)) << L;
         // The wgmma kernel: more whole token tiles never cost less; fewer SMs never cost less.
         if (L % 128 == 0) {
           const double w = w4a4_wgmma_cost_us(L, D, D1, 132, group);

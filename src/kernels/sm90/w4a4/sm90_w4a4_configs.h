@@ -12,7 +12,7 @@
 //  * 128x128 (8 warps of 64x32) is the general tile; 64x128 (8 warps of 32x32) doubles the CTA count
 //    where 128-row tiles leave SMs idle; 32x64 (4 warps of 32x16) is the fastest mma.sync tile at
 //    prefill sizes.
-//  * The decode rows (kDecode, sm90_w4a4_decode.cu) are for small L (the heuristic's L <= 16, and from 17 where its cost model keeps them), where
+//  * The decode rows (kDecode, sm90_w4a4_decode.cu) are for small L (the heuristic's cost model), where
 //    the weight stream is the whole cost: the weight is the MMA's A operand (m16 tiles of output
 //    channels, tile_n = 16 or 32), the tokens the n8 columns (tile_m = 8, 16 or 32 of them), and the
 //    eight warps of a CTA split K (k_slices = 8): 8 tokens stream through registers or a per-warp
