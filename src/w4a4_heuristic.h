@@ -41,14 +41,14 @@ inline constexpr int64_t kW4A4ModelMaxL = 256;
 // X1), at group 128 also the mma.sync 32x64 tile (packed X1), is a cost model of each, in µs on the
 // H200, fitted per group on 8 layers of other models at L = 24..175 (bench/results/h200/tuning/
 // tune_w4a4_band_model.txt: rank 64; group 64: 2.8 % RMS for the wgmma kernel, 6.5 % for the decode
-// row; group 128: 2.0 / 8.1 / 6.5 % with the tile):
+// row; group 128: 2.0 / 8.1 / 6.5 % for the wgmma kernel, the decode row and the tile):
 //  * the decode row is instruction-bound: every 32-token block streams the whole weight through the
 //    SMs, so decode_fixed_us + ceil(L/32) · D·D1/sm_count · decode_us_per_elem_sm;
 //  * the wgmma kernel runs 128x128 work tiles in waves of one per SM (persistent, no K split, so a
 //    layer of few 128-row tiles leaves SMs idle): wgmma_fixed_us + waves · (wgmma_wave_us + ceil(D1/128)
 //    · (wgmma_ktile_us + wgmma_ktile_oob_us · oob)), oob the fraction of the last token tile past L
 //    (a TMA box's rows past the tensor cost more than rows inside it: at group 64 a 24-token tile
-//    takes 1.3x a full one);
+//    takes 1.2x a full one);
 //  * the 32x64 tile (group 128 only: at group 64 it was never the fastest of the three), c = its
 //    ceil(L/32)·ceil(D/64) CTAs, four per SM: small_fixed_us + c·D1/sm_count · small_us_per_cta_k +
 //    ceil(c / (4·sm_count)) · D1 · small_us_per_wave_k.
