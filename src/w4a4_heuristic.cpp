@@ -4,12 +4,12 @@
 
 #include <limits>
 
+#include "qsgemm/formats.h"
+
 namespace qsgemm::kernels {
 namespace {
 
 const W4A4CostModel& cost_model(int group) { return group == 128 ? kW4A4CostGroup128 : kW4A4CostGroup64; }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
@@ -41,11 +41,14 @@ double w4a4_small_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int gr
 namespace {
 
 // The packed-X1 candidate the model prefers from 17 tokens, and its estimate.
-int packed_pick(int64_t L, int64_t D, int64_t D1, int sm_count, int group, double* cost) {
+struct PackedPick {
+  int config;
+  double cost_us;
+};
+PackedPick packed_pick(int64_t L, int64_t D, int64_t D1, int sm_count, int group) {
   const double decode = w4a4_decode32_cost_us(L, D, D1, sm_count, group);
   const double small = w4a4_small_cost_us(L, D, D1, sm_count, group);
-  *cost = small < decode ? small : decode;
-  return small < decode ? w4a4_detail::kSmall : w4a4_detail::kDecode32;
+  return small < decode ? PackedPick{w4a4_detail::kSmall, small} : PackedPick{w4a4_detail::kDecode32, decode};
 }
 
 }  // namespace
@@ -53,9 +56,7 @@ int packed_pick(int64_t L, int64_t D, int64_t D1, int sm_count, int group, doubl
 bool w4a4_prefers_e4m3(int64_t L, int64_t D, int64_t D1, int sm_count, int group) {
   if (L > kW4A4ModelMaxL) return true;
   if (L <= 16) return false;
-  double packed = 0.0;
-  packed_pick(L, D, D1, sm_count, group, &packed);
-  return w4a4_wgmma_cost_us(L, D, D1, sm_count, group) < packed;
+  return w4a4_wgmma_cost_us(L, D, D1, sm_count, group) < packed_pick(L, D, D1, sm_count, group).cost_us;
 }
 
 int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t D1, int /*rank*/, int sm_count, DType x1, int group) {
@@ -68,8 +69,7 @@ int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t D1, int /*rank*/, int sm_co
   }
   if (L <= 16 || (group == 64 && L >= 33 && L <= 48)) return w4a4_detail::kDecode16;
   if (L > kW4A4ModelMaxL) return w4a4_detail::kSmall;
-  double cost = 0.0;
-  return packed_pick(L, D, D1, sm_count, group, &cost);
+  return packed_pick(L, D, D1, sm_count, group).config;
 }
 
 int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, int group) {

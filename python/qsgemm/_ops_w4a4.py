@@ -26,7 +26,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from ._ops import _call, _out_dtype
+from ._ops import _call, _ceil_div, _out_dtype
 
 __all__ = [
     "w4a4_pack_weight",
@@ -55,28 +55,29 @@ _W4A4_COST = {  # decode (fixed, per element per SM), wgmma (fixed, wave, K tile
 _ops = torch.ops.qsgemm
 
 
-def _cdiv(a, b):
-    return (a + b - 1) // b
-
-
 def w4a4_x1_e4m3(M: int, N: int, K: int, group: int = 64, sm_count: int = 132) -> bool:
     """Whether activations of M tokens for a weight [N, K] should be quantized into the e4m3 staging
     (the wgmma kernel's operand) rather than packed INT4 (the decode and mma.sync kernels'): what the
-    library's heuristic runs on a GPU of ``sm_count`` SMs (the H200's 132 by default)."""
+    library's heuristic runs on a GPU of ``sm_count`` SMs (the H200's 132 by default). M >= 0, N and
+    K > 0, group 64 or 128, sm_count > 0 (ValueError naming the values otherwise)."""
+    if group not in _W4A4_COST:
+        raise ValueError(f"w4a4_x1_e4m3: group={group}; expected 64 or 128")
+    if M < 0 or N <= 0 or K <= 0 or sm_count <= 0:
+        raise ValueError(f"w4a4_x1_e4m3: M={M}, N={N}, K={K}, sm_count={sm_count}; expected M >= 0 and the rest > 0")
     if M > W4A4_MODEL_MAX_L:
         return True
     if M <= 16:
         return False
-    (dec_fixed, dec_elem), (wg_fixed, wg_wave, wg_ktile, wg_oob), small = _W4A4_COST.get(group, _W4A4_COST[64])
-    packed = dec_fixed + _cdiv(M, 32) * (N * K / sm_count) * dec_elem
+    (dec_fixed, dec_elem), (wg_fixed, wg_wave, wg_ktile, wg_oob), small = _W4A4_COST[group]
+    packed = dec_fixed + _ceil_div(M, 32) * (N * K / sm_count) * dec_elem
     if small is not None:
-        ctas = _cdiv(M, 32) * _cdiv(N, 64)
-        s = small[0] + ctas * K / sm_count * small[1] + _cdiv(ctas, 4 * sm_count) * K * small[2]
+        ctas = _ceil_div(M, 32) * _ceil_div(N, 64)
+        s = small[0] + ctas * K / sm_count * small[1] + _ceil_div(ctas, 4 * sm_count) * K * small[2]
         packed = min(packed, s)
-    tiles = _cdiv(M, 128)
-    waves = _cdiv(tiles * _cdiv(N, 128), sm_count)
+    tiles = _ceil_div(M, 128)
+    waves = _ceil_div(tiles * _ceil_div(N, 128), sm_count)
     oob = (tiles * 128 - M) / 128
-    wgmma = wg_fixed + waves * (wg_wave + _cdiv(K, 128) * (wg_ktile + wg_oob * oob))
+    wgmma = wg_fixed + waves * (wg_wave + _ceil_div(K, 128) * (wg_ktile + wg_oob * oob))
     return wgmma < packed
 
 

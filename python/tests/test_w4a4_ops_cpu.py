@@ -294,3 +294,7 @@ def test_x1_staging_matches_the_library():
     assert ops.w4a4_x1_e4m3(80, 57344, 8192) and not ops.w4a4_x1_e4m3(175, 3584, 18944)
     assert all(ops.w4a4_x1_e4m3(257, N, K) for N, K in layers)
     assert ops.w4a4_sm_count(torch.device("cpu")) == 132
+    with pytest.raises(ValueError, match="group=96"):
+        ops.w4a4_x1_e4m3(64, 4096, 4096, 96)
+    with pytest.raises(ValueError, match="sm_count=0"):
+        ops.w4a4_x1_e4m3(64, 4096, 4096, 64, 0)
