@@ -35,7 +35,8 @@ CUTLASS_HOST_DEVICE constexpr ClampedTokenColumn clamped_token_column(int64_t m_
           static_cast<int32_t>(m_tok >= tile_n ? cols * tile_n - m_tok : 0)};
 }
 
-// CUTLASS sm90 TMA mainloop whose B operand is the tokens (K-major X), with clamped token tiles.
+// CUTLASS sm90 TMA mainloop whose B operand is the tokens (K-major X), with clamped token tiles: the
+// sparse mainloop and the W4A4 mixed-input one (their load_init returns A, B, ...; load takes them).
 template <class Base>
 struct ClampedColumnMainloop : Base {
   using typename Base::MainloopPipeline;
@@ -56,7 +57,8 @@ struct ClampedColumnMainloop : Base {
     return p;
   }
 
-  // Base's tensors, then B seen from `shift` tokens earlier (the clamped column's X tiles).
+  // Base's tensors (A, B, then any others: the sparse metadata), then B seen from `shift` tokens
+  // earlier (the clamped column's X tiles).
   template <class ProblemShape_MNKL>
   CUTLASS_DEVICE auto load_init(ProblemShape_MNKL const& problem_shape_MNKL, Params const& params) const {
     using X = cute::Underscore;
@@ -66,24 +68,25 @@ struct ClampedColumnMainloop : Base {
     cute::Tensor gB_shifted = cute::local_tile(cute::domain_offset(cute::make_coord(-params.column.shift, 0, 0), mB_nkl),
                                                TileShape{}, cute::make_coord(cute::_, cute::_, cute::_),
                                                cute::Step<X, cute::_1, cute::_1>{});
-    return cute::make_tuple(cute::get<0>(inputs), cute::get<1>(inputs), cute::get<2>(inputs), gB_shifted);
+    return cute::append(inputs, gB_shifted);
   }
 
-  template <class TensorA, class TensorB, class TensorE, class TensorBShifted, class KTileIterator, class BlockCoord>
+  // Base's load with Base's tensors; from the last column on, B replaced by the shifted one.
+  template <class... Ts, class KTileIterator, class BlockCoord>
   CUTLASS_DEVICE void load(Params const& params, MainloopPipeline pipeline, PipelineState smem_pipe_write,
-                           cute::tuple<TensorA, TensorB, TensorE, TensorBShifted> const& load_inputs,
-                           BlockCoord const& blk_coord, KTileIterator k_tile_iter, int k_tile_count, int thread_idx,
-                           uint32_t block_rank_in_cluster, TensorStorage& shared_tensors) {
+                           cute::tuple<Ts...> const& load_inputs, BlockCoord const& blk_coord,
+                           KTileIterator k_tile_iter, int k_tile_count, int thread_idx, uint32_t block_rank_in_cluster,
+                           TensorStorage& shared_tensors) {
+    constexpr int kShifted = sizeof...(Ts) - 1;
+    const auto base_inputs = cute::take<0, kShifted>(load_inputs);
     auto [m_coord, n_coord, k_coord, l_coord] = blk_coord;
     if (n_coord >= params.column.last) {
       const BlockCoord clamped = cute::make_coord(m_coord, decltype(n_coord)(params.column.last), k_coord, l_coord);
-      Base::load(params, pipeline, smem_pipe_write,
-                 cute::make_tuple(cute::get<0>(load_inputs), cute::get<3>(load_inputs), cute::get<2>(load_inputs)),
+      Base::load(params, pipeline, smem_pipe_write, cute::replace<1>(base_inputs, cute::get<kShifted>(load_inputs)),
                  clamped, k_tile_iter, k_tile_count, thread_idx, block_rank_in_cluster, shared_tensors);
     } else {
-      Base::load(params, pipeline, smem_pipe_write,
-                 cute::make_tuple(cute::get<0>(load_inputs), cute::get<1>(load_inputs), cute::get<2>(load_inputs)),
-                 blk_coord, k_tile_iter, k_tile_count, thread_idx, block_rank_in_cluster, shared_tensors);
+      Base::load(params, pipeline, smem_pipe_write, base_inputs, blk_coord, k_tile_iter, k_tile_count, thread_idx,
+                 block_rank_in_cluster, shared_tensors);
     }
   }
 };
