@@ -13,6 +13,12 @@ const W4A4CostModel& cost_model(int group) { return group == 128 ? kW4A4CostGrou
 
 }  // namespace
 
+bool w4a4_wgmma_clamp_pays(int64_t L) {
+  if (L <= 128 || L % 128 == 0) return false;
+  const int64_t tiles = ceil_div(L, int64_t{128});
+  return static_cast<double>(tiles * 128 - L) / 128.0 >= kW4A4ClampMinOobPerTile * static_cast<double>(tiles);
+}
+
 double w4a4_decode32_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group) {
   const W4A4CostModel& m = cost_model(group);
   // double: D·D1 does not overflow, and the estimate is a real number of µs.
@@ -24,7 +30,7 @@ double w4a4_wgmma_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int gr
   const W4A4CostModel& m = cost_model(group);
   const int64_t token_tiles = ceil_div(L, 128);
   const double waves = static_cast<double>(ceil_div(token_tiles * ceil_div(D, 128), sm_count));
-  const double oob = static_cast<double>(token_tiles * 128 - L) / 128.0;
+  const double oob = w4a4_wgmma_clamp_pays(L) ? 0.0 : static_cast<double>(token_tiles * 128 - L) / 128.0;
   const double ktiles = static_cast<double>(ceil_div(D1, 128));
   return m.wgmma_fixed_us + waves * (m.wgmma_wave_us + ktiles * (m.wgmma_ktile_us + m.wgmma_ktile_oob_us * oob));
 }
@@ -60,7 +66,7 @@ bool w4a4_prefers_e4m3(int64_t L, int64_t D, int64_t D1, int sm_count, int group
 }
 
 int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t D1, int /*rank*/, int sm_count, DType x1, int group) {
-  if (x1 == DType::kE4M3) return w4a4_detail::kWgmma;
+  if (x1 == DType::kE4M3) return w4a4_wgmma_clamp_pays(L) ? w4a4_detail::kWgmmaClamped : w4a4_detail::kWgmma;
   if (L <= 8) {
     // D · D1 / 2 packed bytes against the per-SM threshold (double: no overflow at any valid shape).
     const double bytes_per_sm = static_cast<double>(D) * static_cast<double>(D1) / 2.0 / sm_count;

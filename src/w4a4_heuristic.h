@@ -19,16 +19,27 @@ inline constexpr int kDecode8Ring = w4a4_named("decode_8x16_k8_ring");
 inline constexpr int kDecode16 = w4a4_named("decode_16x16_k8");
 inline constexpr int kDecode32 = w4a4_named("decode_32x32_k8");
 inline constexpr int kWgmma = w4a4_named("128x128x128_wgmma_coop");
+inline constexpr int kWgmmaClamped = w4a4_named("128x128x128_wgmma_coop_clamped");
 static_assert(kSquare >= 0 && kNarrow >= 0 && kSmall >= 0 && kDecode8 >= 0 && kDecode8Ring >= 0 && kDecode16 >= 0 &&
-                  kDecode32 >= 0 &&
-                  kWgmma >= 0,
+                  kDecode32 >= 0 && kWgmma >= 0 && kWgmmaClamped >= 0,
               "the heuristic names rows of kW4A4Configs");
-static_assert(kW4A4Configs[kWgmma].kernel == W4A4Kernel::kWgmma && kW4A4Configs[kDecode8].kernel == W4A4Kernel::kDecode &&
+static_assert(kW4A4Configs[kWgmma].kernel == W4A4Kernel::kWgmma && !kW4A4Configs[kWgmma].clamped &&
+                  kW4A4Configs[kWgmmaClamped].kernel == W4A4Kernel::kWgmma && kW4A4Configs[kWgmmaClamped].clamped &&
+                  kW4A4Configs[kDecode8].kernel == W4A4Kernel::kDecode &&
                   kW4A4Configs[kDecode8Ring].kernel == W4A4Kernel::kDecode &&
                   kW4A4Configs[kDecode16].kernel == W4A4Kernel::kDecode &&
                   kW4A4Configs[kDecode32].kernel == W4A4Kernel::kDecode,
-              "the prefill row is the wgmma kernel, the decode rows the decode kernel");
+              "the prefill rows are the wgmma kernel, the decode rows the decode kernel");
 }  // namespace w4a4_detail
+
+// The wgmma kernel's last token tile clamped inside L (row 128x128x128_wgmma_coop_clamped) where it
+// pays. A token tile that runs past L costs ~0.56 · oob of a whole tile more (oob: the fraction of it
+// past L; the bench's six layers at L = 129..300, group 64, bench/results/h200/tuning/tune_w4a4_clamp.txt);
+// the clamped kernel costs 1.1-2.3 % more on every tile. So it runs where L > 128 leaves a partial
+// last tile and oob / token tiles >= kW4A4ClampMinOobPerTile (129..248 tokens, 257..372, ...,
+// 897..993; not 1000 or 3000).
+inline constexpr double kW4A4ClampMinOobPerTile = 0.03;
+bool w4a4_wgmma_clamp_pays(int64_t L);
 
 // 1..8 tokens take the 8-token ring (TMA boxes, resident CTAs) where the packed weight has at least
 // this many bytes per SM, else the 8-token register stream, whose first loads start sooner.
@@ -48,7 +59,7 @@ inline constexpr int64_t kW4A4ModelMaxL = 256;
 //    layer of few 128-row tiles leaves SMs idle): wgmma_fixed_us + waves · (wgmma_wave_us + ceil(D1/128)
 //    · (wgmma_ktile_us + wgmma_ktile_oob_us · oob)), oob the fraction of the last token tile past L
 //    (a TMA box's rows past the tensor cost more than rows inside it: at group 64 a 24-token tile
-//    takes 1.2x a full one);
+//    takes 1.2x a full one), 0 where the clamped row runs (w4a4_wgmma_clamp_pays);
 //  * the 32x64 tile (group 128 only: at group 64 it was never the fastest of the three), c = its
 //    ceil(L/32)·ceil(D/64) CTAs, four per SM: small_fixed_us + c·D1/sm_count · small_us_per_cta_k +
 //    ceil(c / (4·sm_count)) · D1 · small_us_per_wave_k.
@@ -104,7 +115,8 @@ int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, int gr
 
 // The same restricted to the rows that read X1 in dtype `x1` (what w4a4_linear runs with
 // options.config == -1, so a caller's X1 staging always has a kernel):
-//  * kE4M3: the wgmma row (the only one reading e4m3 codes), any L;
+//  * kE4M3: a wgmma row (the only ones reading e4m3 codes), any L: the clamped one where
+//    w4a4_wgmma_clamp_pays;
 //  * kI4x2: up to kW4A4ModelMaxL tokens the rows above with the model's packed-X1 pick from 17 tokens
 //    (the decode row, at group 128 the 32x64 tile where cheaper), else the mma.sync 32x64 tile.
 int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, DType x1, int group = 64);

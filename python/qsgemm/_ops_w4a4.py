@@ -44,15 +44,27 @@ W4A4_MAX_RANK = 128
 # The staging the library's heuristic reads (src/w4a4_heuristic.h, w4a4_prefers_e4m3), mirrored here
 # so that it runs at trace time (torch.compile, symbolic M): packed INT4 up to 16 tokens; from 17 a cost
 # model of the packed-X1 kernels (the decode row; at group 128 also the mma.sync 32x64 tile) and the
-# wgmma kernel, in µs on the H200 per group (the constants of kW4A4CostGroup64/128); e4m3 codes for
-# the wgmma kernel above 256 tokens. The library runs either staging; this only picks the faster one.
+# wgmma kernel, in µs on the H200 per group (the constants of kW4A4CostGroup64/128; no rows past M where
+# the library clamps the wgmma kernel's last token tile); e4m3 codes for the wgmma kernel above 256 tokens. The library runs either staging; this only picks the faster one.
 # test_w4a4_ops_cpu.py checks it against libqsgemm's own function.
 W4A4_MODEL_MAX_L = 256
-_W4A4_COST = {  # decode (fixed, per element per SM), wgmma (fixed, wave, K tile, K tile past L), 32x64 or None
+_W4A4_COST = {  # decode (fixed, per element per SM), wgmma (fixed, wave, K tile, K tile past M), 32x64 or None
     64: ((12.99, 3.76e-5), (6.16, 5.08, 1.019, 0.317), None),
     128: ((14.23, 3.32e-5), (4.375, 5.71, 0.751, 0.0456), (8.097, 1.0724e-3, 2.502e-3)),
 }
 _ops = torch.ops.qsgemm
+
+
+_W4A4_CLAMP_MIN_OOB_PER_TILE = 0.03
+
+
+def _wgmma_clamp_pays(M: int) -> bool:
+    """Whether the library runs the wgmma kernel with its last token tile clamped inside M, where the
+    cost model then counts no rows past M (w4a4_wgmma_clamp_pays, src/w4a4_heuristic.h)."""
+    if M <= 128 or M % 128 == 0:
+        return False
+    tiles = _ceil_div(M, 128)
+    return (tiles * 128 - M) / 128 >= _W4A4_CLAMP_MIN_OOB_PER_TILE * tiles
 
 
 def w4a4_x1_e4m3(M: int, N: int, K: int, group: int = 64, sm_count: int = 132) -> bool:
@@ -76,7 +88,7 @@ def w4a4_x1_e4m3(M: int, N: int, K: int, group: int = 64, sm_count: int = 132) -
         packed = min(packed, s)
     tiles = _ceil_div(M, 128)
     waves = _ceil_div(tiles * _ceil_div(N, 128), sm_count)
-    oob = (tiles * 128 - M) / 128
+    oob = 0.0 if _wgmma_clamp_pays(M) else (tiles * 128 - M) / 128
     wgmma = wg_fixed + waves * (wg_wave + _ceil_div(K, 128) * (wg_ktile + wg_oob * oob))
     return wgmma < packed
 

@@ -9,7 +9,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import qsgemm
-from qsgemm import ops
+from qsgemm import _ops_w4a4, ops
 
 import reference as ref
 import w4a4_reference as wref
@@ -271,11 +271,19 @@ def _library_x1_e4m3():
     dtype = lib._ZN6qsgemm13w4a4_x1_dtypeEi
     dtype.restype = ctypes.c_uint8
     dtype.argtypes = [ctypes.c_int]
-    return lambda M, N, K, group, sm: dtype(choose(M, N, K, 64, sm, group)) == 3
+    return lambda M, N, K, group, sm: (dtype(choose(M, N, K, 64, sm, group)) == 3, choose(M, N, K, 64, sm, group))
 
 
 def test_x1_staging_matches_the_library():
-    library = _library_x1_e4m3()
+    library_pick = _library_x1_e4m3()
+    wgmma_rows = {}  # clamped last token tile or not -> the library's configurations
+
+    def library(M, N, K, group, sm):
+        e4m3, config = library_pick(M, N, K, group, sm)
+        if e4m3:
+            wgmma_rows.setdefault(_ops_w4a4._wgmma_clamp_pays(M), set()).add(config)
+        return e4m3
+
     layers = [(4096, 4096), (28672, 4096), (4096, 14336), (10240, 8192), (57344, 8192), (8192, 28672),
               (3584, 18944), (14336, 4096), (256, 4096), (6144, 4096)]
     ms = list(range(1, 300)) + [384, 511, 512, 1000, 2048, 8192]
@@ -288,6 +296,8 @@ def test_x1_staging_matches_the_library():
                     assert e4m3 == library(M, N, K, group, sm), (M, N, K, group, sm)
                     picks.add(e4m3)
     assert picks == {True, False}
+    # The wgmma kernel with its last token tile clamped where the mirror says so (one row each way).
+    assert len(wgmma_rows[True]) == 1 and len(wgmma_rows[False]) == 1 and wgmma_rows[True] != wgmma_rows[False]
     # The model's shape: a weight stream up to 16 tokens; the wgmma kernel on a wide layer from 80
     # tokens at group 64 (65 on), a narrow one keeps the decode row to 175; every layer e4m3 above 256.
     assert not ops.w4a4_x1_e4m3(16, 57344, 8192) and not ops.w4a4_x1_e4m3(64, 57344, 8192)

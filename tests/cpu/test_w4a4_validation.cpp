@@ -348,9 +348,11 @@ TEST(W4A4Configs, TableAndNames) {
       EXPECT_EQ(c.threads(), 256) << n;
       continue;
     }
+    EXPECT_TRUE(!c.clamped || c.kernel == kernels::W4A4Kernel::kWgmma) << n << ": only the wgmma kernel clamps";
     if (c.kernel == kernels::W4A4Kernel::kWgmma) {  // CUTLASS's cooperative tile: 2 consumer warp groups
       ++wgmma_rows;
-      EXPECT_EQ(n, std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x128_wgmma_coop");
+      EXPECT_EQ(n, std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x128_wgmma_coop" +
+                       (c.clamped ? "_clamped" : ""));
       EXPECT_EQ(c.x1_dtype(), DType::kE4M3) << n;
       EXPECT_EQ(c.tile_m, 128) << n << ": the one instantiated wgmma tile (sm90_w4a4_wgmma_<dtype>.cu)";
       EXPECT_EQ(c.tile_n, 128) << n;
@@ -366,7 +368,7 @@ TEST(W4A4Configs, TableAndNames) {
     EXPECT_EQ(c.tile_n % (8 * c.warps_n), 0) << n;
     EXPECT_LE(c.stages * (c.tile_m + c.tile_n) * 64, 48 * 1024) << n << ": the stages in static shared memory";
   }
-  EXPECT_EQ(wgmma_rows, 1);
+  EXPECT_EQ(wgmma_rows, 2);  // the last token tile plain and clamped
   EXPECT_EQ(decode_rows, 5);
   expect_error([] { w4a4_config_name(-1); }, Status::kInvalidArgument, "outside", "index");
   expect_error([] { w4a4_config_index("nope"); }, Status::kInvalidArgument, "128x128x128_w2x4", "name");
@@ -379,7 +381,8 @@ TEST(W4A4Configs, TableAndNames) {
 TEST(W4A4Heuristic, DecodeThenSmallTile) {
   const int d8 = w4a4_config_index("decode_8x16_k8"), d16 = w4a4_config_index("decode_16x16_k8"),
             d32 = w4a4_config_index("decode_32x32_k8"), small = w4a4_config_index("32x64x128_w1x4"),
-            wg = w4a4_config_index("128x128x128_wgmma_coop"), d8r = w4a4_config_index("decode_8x16_k8_ring");
+            wg = w4a4_config_index("128x128x128_wgmma_coop"), d8r = w4a4_config_index("decode_8x16_k8_ring"),
+            wgc = w4a4_config_index("128x128x128_wgmma_coop_clamped");
   for (int64_t L : {0, 1, 7, 8}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d8) << L;
   for (int64_t L : {9, 16}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d16) << L;
   // 1..8 tokens: the ring from D·D1/2 >= 90 KiB per SM, at either group.
@@ -411,12 +414,14 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
   // The cost model (fit points of tuning/tune_w4a4_band_model.txt, group 64): on 57344x8192 (3.5
   // waves of 128-row tiles) the wgmma kernel from 80 tokens; on 3584x18944 (28 tiles) never below 176.
   for (int64_t L : {64}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), d32) << L;
-  for (int64_t L : {80, 128, 129, 175, 176, 2048}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), wg) << L;
+  for (int64_t L : {80, 128, 2048}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), wg) << L;
+  for (int64_t L : {129, 175, 176}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), wgc) << L << ": clamped";
   for (int64_t L : {64, 128, 160, 175}) EXPECT_EQ(w4a4_choose_config(L, 3584, 18944, 64, 132), d32) << L;
   // At group 128 the wgmma kernel's promotion costs half: on 57344x8192 from 80 tokens, the 32x64 tile
   // before; a narrow layer keeps the decode row to 128 tokens.
   for (int64_t L : {33, 64}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, 128), small) << L;
-  for (int64_t L : {80, 128, 176}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, 128), wg) << L;
+  for (int64_t L : {80, 128}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, 128), wg) << L;
+  EXPECT_EQ(w4a4_choose_config(176, 57344, 8192, 0, 132, 128), wgc);
   for (int64_t L : {33, 128}) EXPECT_EQ(w4a4_choose_config(L, 3584, 18944, 0, 132, 128), d32) << L;
   // Every shape takes the wgmma kernel from a few hundred tokens, and never below 17.
   for (int group : {64, 128})
@@ -452,14 +457,15 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).split_k, 1);
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).workspace_bytes, 0u);
   // Packed X1 (w4a4_linear with a kI4x2 x1): up to 256 tokens the model's packed pick (at group 64 the
-  // decode rows), else the 32x64 tile; e4m3 X1 the wgmma row at every L.
+  // decode rows), else the 32x64 tile; e4m3 X1 a wgmma row at every L.
   for (int64_t L : {1, 32, 49, 128, 175, 176, 256, 257, 2048}) {
     EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 57344, 8192, 64, 132, DType::kI4x2),
               L <= 8 ? d8r : L <= 256 ? d32 : small) << L;
-    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 57344, 8192, 64, 132, DType::kE4M3), wg) << L;
+    // the wgmma row, with its last token tile clamped where that pays (L = 175, 176, 257)
+    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 57344, 8192, 64, 132, DType::kE4M3),
+              L == 175 || L == 176 || L == 257 ? wgc : wg) << L;
   }
-  EXPECT_EQ(kernels::w4a4_choose_for_x1(200, 4096, 14336, 64, 132, DType::kI4x2), d32) << "the model keeps packed";
-  EXPECT_EQ(w4a4_choose_config(200, 4096, 14336, 64, 132), d32);
+  EXPECT_EQ(kernels::w4a4_choose_for_x1(200, 4096, 14336, 64, 132, DType::kI4x2), d32);
   o.config = d8;
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, d8);
   expect_error([&] { w4a4_plan(16, 4096, 4096, 40, o, 132); }, Status::kInvalidArgument, "rank r=40", "rank");
@@ -473,15 +479,16 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
 TEST(W4A4Heuristic, CostModel) {
   using kernels::w4a4_decode32_cost_us;
   using kernels::w4a4_wgmma_cost_us;
-  // Measured on the H200 (tuning/tune_w4a4_band_model.txt, rank 64): within 15 %.
+  // Measured on the H200 (rank 64; tuning/tune_w4a4_band_model.txt, and tune_w4a4_clamp.txt where the
+  // wgmma kernel clamps its last token tile): within 15 %.
   struct Point {
     int64_t L, D, D1;
     int group;
     double decode_us, wgmma_us;
   };
   for (const Point& p : {Point{128, 59136, 8192, 64, 525.2, 304.4}, Point{24, 59136, 8192, 64, 151.4, 370.0},
-                         Point{160, 14336, 4096, 64, 102.7, 99.9}, Point{64, 3584, 18944, 64, 47.1, 181.8},
-                         Point{128, 14336, 4096, 128, 80.6, 34.1}, Point{160, 59136, 8192, 128, 578.1, 395.4}}) {
+                         Point{176, 28672, 4096, 64, 231.7, 162.5}, Point{64, 3584, 18944, 64, 47.1, 181.8},
+                         Point{128, 14336, 4096, 128, 80.6, 34.1}, Point{176, 57344, 8192, 128, 662.7, 374.8}}) {
     const double decode = w4a4_decode32_cost_us(p.L, p.D, p.D1, 132, p.group);
     const double wgmma = w4a4_wgmma_cost_us(p.L, p.D, p.D1, 132, p.group);
     EXPECT_NEAR(decode / p.decode_us, 1.0, 0.15) << p.D << "x" << p.D1 << " L=" << p.L;
@@ -492,6 +499,11 @@ TEST(W4A4Heuristic, CostModel) {
                                      {24, 14336, 4096, 23.6}, {48, 18944, 3584, 41.0}, {160, 27648, 5120, 157.3}})
     EXPECT_NEAR(kernels::w4a4_small_cost_us(L, D, D1, 132, 128) / us, 1.0, 0.15) << D << "x" << D1 << " L=" << L;
   EXPECT_TRUE(std::isinf(kernels::w4a4_small_cost_us(64, 59136, 8192, 132, 64)));
+  // The clamped wgmma row: where L > 128 leaves a partial last tile with a large enough part past L.
+  for (int64_t L : {129, 200, 248, 257, 372, 993})
+    EXPECT_TRUE(kernels::w4a4_wgmma_clamp_pays(L)) << L;
+  for (int64_t L : {1, 100, 128, 249, 256, 373, 1000, 2048, 3000, 4099})
+    EXPECT_FALSE(kernels::w4a4_wgmma_clamp_pays(L)) << L;
   for (int group : {64, 128})
     for (auto [D, D1] : {std::pair<int64_t, int64_t>{4096, 4096}, {57344, 8192}, {3584, 18944}}) {
       double prev_decode = 0.0, prev_wgmma = 0.0;
@@ -503,8 +515,9 @@ TEST(W4A4Heuristic, CostModel) {
         if (L > 1 && group == 128)  // the 32x64 tile: more token blocks never cost less
           EXPECT_GE(kernels::w4a4_small_cost_us(L, D, D1, 132, group),
                     kernels::w4a4_small_cost_us(L - 1, D, D1, 132, group)) << L;
-        // The wgmma kernel: more whole token tiles never cost less; fewer SMs never cost less.
-        if (L % 128 == 0) {
+        // The wgmma kernel: more whole token tiles never cost less; fewer SMs never cost less; where
+        // its last token tile is clamped, no token more costs less.
+        if (L % 128 == 0 || kernels::w4a4_wgmma_clamp_pays(L)) {
           const double w = w4a4_wgmma_cost_us(L, D, D1, 132, group);
           EXPECT_GE(w, prev_wgmma) << L;
           EXPECT_GE(w4a4_wgmma_cost_us(L, D, D1, 78, group), w) << L;

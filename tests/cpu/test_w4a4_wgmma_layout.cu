@@ -7,13 +7,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/sm90/w4a4/sm90_w4a4_wgmma.cuh"
 
 namespace {
 
-using Mainloop = qsgemm::kernels::sm90_w4a4_wgmma::W4A4WgmmaGemm<__nv_bfloat16>::CollectiveMainloop;
+using Mainloop = qsgemm::kernels::sm90_w4a4_wgmma::W4A4WgmmaGemm<__nv_bfloat16, false>::CollectiveMainloop;
+static_assert(std::is_same_v<typename qsgemm::kernels::sm90_w4a4_wgmma::W4A4WgmmaGemm<__nv_bfloat16, true>::CollectiveMainloop::SmemLayoutA,
+                             typename Mainloop::SmemLayoutA>,
+              "the clamped row's A stages are the plain row's (the offsets below serve both)");
 
 // Byte offset from `base` of the INT4 value CuTe's partition gives thread `tid` at (v, 0, kb, stage).
 // The positionally independent swizzle is how CuTe's copy addressed A in the kernel before.

@@ -83,6 +83,7 @@ struct Problem {
   bool small_integers = false;  // exact check: unit scales, codes in [code_lo, code_hi], integer low rank
   int code_lo = -3, code_hi = 3;
   int64_t pad = 0;              // extra elements / bytes on every leading dimension
+  int64_t guard_rows = 0;       // poisoned Y rows before and after the output, checked untouched
   // The X1 staging: kU8 = the one the configuration reads (config -1: the plan's, w4a4_x1_dtype),
   // else kI4x2 (packed) or kE4M3 (e4m3 codes).
   DType x1 = DType::kU8;
@@ -131,7 +132,9 @@ void run_problem(const Problem& p, std::mt19937& rng) {
   DeviceBuffer<float> d_sx(sx_mm.size()), d_sw(sw.size());
   DeviceBuffer<uint16_t> d_x2(std::max<size_t>(x2h.size(), 1)), d_w2(std::max<size_t>(w2h.size(), 1));
   DeviceBuffer<uint8_t> d_bias(static_cast<size_t>(D * 4));
-  DeviceBuffer<uint8_t> d_y(static_cast<size_t>(L * ld_y * esize));
+  const int64_t g_rows = p.guard_rows;
+  DeviceBuffer<uint8_t> d_y(static_cast<size_t>((L + 2 * g_rows) * ld_y * esize));
+  uint8_t* const y_ptr = d_y.get() + g_rows * ld_y * esize;
   d_x1.upload(x1);
   d_w1.upload(w1);
   d_sx.upload(sx_mm);
@@ -176,9 +179,16 @@ void run_problem(const Problem& p, std::mt19937& rng) {
                               MatrixView(d_w1.get(), DType::kI4x2, D, D1 / 2, ld_w1), d_sw.get(), p.group,
                               MatrixView(R > 0 ? d_x2.get() : nullptr, DType::kBF16, L, R, ld_x2),
                               MatrixView(R > 0 ? d_w2.get() : nullptr, DType::kBF16, D, R, ld_w2), bias,
-                              MatrixView(d_y.get(), p.out, L, D, ld_y), opt, nullptr));
+                              MatrixView(y_ptr, p.out, L, D, ld_y), opt, nullptr));
   QSGEMM_CUDA_OK(cudaDeviceSynchronize());
-  const std::vector<uint8_t> raw = d_y.download();
+  std::vector<uint8_t> raw = d_y.download();
+  if (g_rows > 0) {  // the guard rows keep the poison; then Y alone
+    const size_t guard_bytes = static_cast<size_t>(g_rows * ld_y * esize);
+    size_t touched = 0;
+    for (size_t b = 0; b < guard_bytes; ++b) touched += (raw[b] != 0xFF) + (raw[raw.size() - 1 - b] != 0xFF);
+    EXPECT_EQ(touched, 0u) << "bytes written in the guard rows around Y";
+    raw = std::vector<uint8_t>(raw.begin() + guard_bytes, raw.end() - guard_bytes);
+  }
 
   // Reference on the same operands.
   const std::vector<uint8_t> x1d = dense_codes(x1, L, D1, ld_x1), w1d = dense_codes(w1, D, D1, ld_w1);
@@ -394,6 +404,59 @@ TEST_F(W4A4Gpu, WgmmaManyTilesPerCta) {
     run_problem(p, rng);
     if (HasFailure()) return;
   }
+}
+
+// The clamped wgmma row (128x128x128_wgmma_coop_clamped, clamped_token_column.cuh): from 128 tokens
+// the last token tile computes tokens [L - 128, L), its X1 box, sx, X2 and Y store shifted back. L just past a
+// tile (129, 257), just short of one (255, 383) and in between (300), one and several tiles per CTA
+// (D = 2600: 21 tiles of rows), every output dtype, a bias, padded leading dimensions and poisoned
+// guard rows around Y (a store through a wrong shift lands there); exact on small integers; the rows
+// two tiles write get the same bits: two calls give identical outputs.
+TEST_F(W4A4Gpu, WgmmaClampedLastTokenTile) {
+  std::mt19937 rng(2612);
+  const int wg = w4a4_config_index("128x128x128_wgmma_coop_clamped");
+  ASSERT_GE(wg, 0);
+  Problem e{257, 264, 640, 64, 16, DType::kF32};
+  e.config = wg;
+  e.small_integers = true;
+  e.guard_rows = 3;
+  run_problem(e, rng);
+  int i = 0;
+  for (int64_t L : {129, 255, 257, 300, 383})
+    for (int64_t D : {200, 2600}) {
+      const int group = i % 2 == 0 ? 64 : 128;
+      Problem p{L, D, group == 64 ? 576 : 384, group, i % 3 == 0 ? 0 : 16 * (1 + i % 4), i % 3 == 1 ? DType::kF32
+                                                                                       : i % 3 == 2 ? DType::kF16
+                                                                                                    : DType::kBF16};
+      p.config = wg;
+      p.bias = i % 2 == 1;
+      p.pad = i % 4 == 3 ? 2 : 0;
+      p.guard_rows = 2;
+      run_problem(p, rng);
+      if (HasFailure()) return;
+      ++i;
+    }
+  // Determinism over the clamped rows: the same operands twice, compared bit for bit.
+  const int64_t L = 300, D = 392, D1 = 512;
+  const std::vector<uint8_t> w1 = random_codes(D, D1, D1 / 2, rng), x1 = random_codes(L, D1, D1 / 2, rng);
+  DeviceBuffer<uint8_t> d_w1(w1.size()), d_x1(static_cast<size_t>(L * D1));
+  d_w1.upload(w1);
+  d_x1.upload(e4m3_staging(x1, L, D1, D1 / 2, D1));
+  DeviceBuffer<float> d_sx(static_cast<size_t>(D1 / 64 * L)), d_sw(static_cast<size_t>(D * D1 / 64));
+  d_sx.upload(random_scales(d_sx.size(), rng));
+  d_sw.upload(random_scales(d_sw.size(), rng));
+  DeviceBuffer<uint8_t> y0(static_cast<size_t>(L * D * 4)), y1(static_cast<size_t>(L * D * 4));
+  y0.poison();
+  y1.poison();
+  W4A4Options opt;
+  opt.config = wg;
+  for (DeviceBuffer<uint8_t>* y : {&y0, &y1})
+    ASSERT_NO_THROW(w4a4_linear(MatrixView(d_x1.get(), DType::kE4M3, L, D1, D1), d_sx.get(), L,
+                                MatrixView(d_w1.get(), DType::kI4x2, D, D1 / 2, D1 / 2), d_sw.get(), 64,
+                                MatrixView(nullptr, DType::kBF16, L, 0, 0), MatrixView(nullptr, DType::kBF16, D, 0, 0),
+                                VectorView(), MatrixView(y->get(), DType::kF32, L, D, D), opt, nullptr));
+  QSGEMM_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_TRUE(y0.download() == y1.download()) << "two calls differ";
 }
 
 // The wgmma kernel's low-rank operands are copied into shared memory during the first K tile and

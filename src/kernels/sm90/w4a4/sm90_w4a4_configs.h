@@ -51,6 +51,8 @@ struct W4A4Config {
   // kDecode rows: the bytes of every weight row and token one ring stage holds (sm90_w4a4_decode.cu);
   // 0: the 8-token register stream, which has no ring.
   int ring_sw = 0;
+  // kWgmma rows: the last token tile is clamped inside L (sm90_w4a4_wgmma.cuh, clamped_token_column.cuh).
+  bool clamped = false;
   static constexpr int tile_k = 128;  // INT4 values per K tile (64 bytes of a packed row)
   int threads() const { return 32 * warps_m * warps_n * k_slices; }
   std::string name() const { return label; }
@@ -63,7 +65,9 @@ struct W4A4Config {
 // one TMA producer warp), persistent; the INT4 weight is wgmma's A operand (widened to e4m3 in
 // registers), X1 the e4m3 B operand. Its tile is 128 (L) x 128 (D) x 128 (K).
 // Rows 4-6: the decode kernel, 8 / 16 / 32 tokens per CTA (any L runs: more CTAs along L); row 7
-// (appended): 16 tokens on 32 weight rows; row 8 (appended): 8 tokens through the ring.
+// (appended): 16 tokens on 32 weight rows; row 8 (appended): 8 tokens through the ring. Row 9
+// (appended): row 3 with its last token tile clamped inside L (computing tokens [L - 128, L) when L
+// leaves a partial tile): no rows past L, but 1-2 % slower on whole tiles (w4a4_wgmma_clamp_pays).
 inline constexpr W4A4Config kW4A4Configs[] = {
     {"128x128x128_w2x4", 128, 128, 2, 4, 1, 3},
     {"64x128x128_w2x4", 64, 128, 2, 4, 1, 3},
@@ -74,6 +78,7 @@ inline constexpr W4A4Config kW4A4Configs[] = {
     {"decode_32x32_k8", 32, 32, 1, 1, 8, 0, W4A4Kernel::kDecode, 64},
     {"decode_16x32_k8", 16, 32, 1, 1, 8, 0, W4A4Kernel::kDecode, 64},
     {"decode_8x16_k8_ring", 8, 16, 1, 1, 8, 0, W4A4Kernel::kDecode, 128},
+    {"128x128x128_wgmma_coop_clamped", 128, 128, 2, 1, 1, 0, W4A4Kernel::kWgmma, 0, true},
 };
 inline constexpr int kW4A4NumConfigs = static_cast<int>(sizeof(kW4A4Configs) / sizeof(kW4A4Configs[0]));
 

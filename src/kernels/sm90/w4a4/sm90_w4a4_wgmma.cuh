@@ -29,7 +29,9 @@
 //    identity tensor partitioned by the TiledMma) from there. Rows >= D and columns >= L copy the
 //    last row / column (finite, never stored).
 //  * The tile's coordinates: mma() is not told which tile it computes, so it replays the kernel's
-//    persistent tile scheduler (the same Params, copied in by run(); k-th call = k-th work tile).
+//    persistent tile scheduler (the same Params, copied in by run(); k-th call = k-th work tile); in
+//    the clamped row with the last token column moved back inside L, as its TMA loads and its store
+//    are (clamped_token_column.cuh).
 //  * Low rank: the tile's X2 [128 tokens][r] and W2 [128 rows][r] are copied into shared memory
 //    (cp.async, GMMA's 128-byte swizzle) with the first K tile's scales; after the K loop r/16 bf16 wgmma
 //    K-steps (m64n128k16, both operands from shared memory) add X2·W2ᵀ into the same float
@@ -52,6 +54,7 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/gemm/kernel/sm90_tile_scheduler.hpp"
 #include "cutlass/numeric_types.h"
+#include "kernels/sm90/common/clamped_token_column.cuh"
 #include "kernels/sm90/common/consumer_cursor.cuh"
 #include "kernels/sm90/common/cutlass_smem.cuh"
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
@@ -105,7 +108,8 @@ struct Extra {
   typename Scheduler::Params sched{};    // the kernel's scheduler parameters (run() copies them in)
 };
 
-template <class Base>
+// kClamped: Base is ClampedColumnMainloop<...> (the last token column clamped inside L).
+template <class Base, bool kClamped>
 struct W4A4Mainloop : Base {
   using typename Base::MainloopPipeline;
   using typename Base::PipelineState;
@@ -193,7 +197,12 @@ struct W4A4Mainloop : Base {
     sched.advance_to_next_work(tiles_done_);
     ++tiles_done_;
     const auto work = sched.get_current_work();
-    const int m0 = work.M_idx * kBlkM, n0 = work.N_idx * kBlkN;
+    const int m0 = work.M_idx * kBlkM;
+    int n0 = work.N_idx * kBlkN;
+    if constexpr (kClamped) {  // the last token column moved back inside L, as its TMA loads and store are
+      const ClampedTokenColumn& column = params.column;
+      if (static_cast<int>(work.N_idx) >= column.last) n0 = column.last * kBlkN - column.shift;
+    }
 
     // ---- operands, partitioned as CUTLASS's mixed-input mma() does ---------------------------------
     Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.begin()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
@@ -518,8 +527,8 @@ struct CutlassType<__half> {
   using type = cutlass::half_t;
 };
 
-// One kernel per output dtype: tile 128 (D) x 128 (L) x 128 (K), cooperative, persistent.
-template <class OutT>
+// One kernel per output dtype and kClamped: tile 128 (D) x 128 (L) x 128 (K), cooperative, persistent.
+template <class OutT, bool kClamped>
 struct W4A4WgmmaGemm {
   using ElementD = typename CutlassType<OutT>::type;
   using TileShape = cute::Shape<cute::_128, cute::_128, cute::_128>;
@@ -540,7 +549,7 @@ struct W4A4WgmmaGemm {
       Op<cutlass::plus, ElementD>, cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::plus, ElementCompute>, Acc, VecM<float>>,
       VecM<ElementD>>;
 
-  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+  using CutlassEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, float, ElementCompute, void, cutlass::layout::ColumnMajor,
       kAlignmentD, ElementD, cutlass::layout::ColumnMajor, kAlignmentD,
@@ -549,10 +558,18 @@ struct W4A4WgmmaGemm {
   using CutlassMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cutlass::int4b_t, cutlass::layout::RowMajor, 32,
       cutlass::float_e4m3_t, cutlass::layout::ColumnMajor, 16, float, TileShape, ClusterShape,
-      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage)) +
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CutlassEpilogue::SharedStorage)) +
                                                           kScaleSmemBytes + kLowRankSmemBytes>,
       cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
-  using CollectiveMainloop = W4A4Mainloop<CutlassMainloop>;
+  // kClamped: the last token column is clamped inside L (clamped_token_column.cuh). A token tile
+  // that runs past L reads the rows of X1's TMA box beyond L, each costing more than a valid row
+  // (70B gate_up at 129 tokens took 1.28x its time at 256; tuning/tune_w4a4_clamp.txt). The tiles
+  // are data-parallel and each sums its K range in one order, so the rows that two tiles compute
+  // get the same bits from both. The clamped kernel is 1-2 % slower on whole tiles, so it is a row of
+  // its own (w4a4_wgmma_clamp_pays).
+  using CollectiveMainloop =
+      W4A4Mainloop<cute::conditional_t<kClamped, ClampedColumnMainloop<CutlassMainloop>, CutlassMainloop>, kClamped>;
+  using CollectiveEpilogue = cute::conditional_t<kClamped, ClampedColumnEpilogue<CutlassEpilogue>, CutlassEpilogue>;
 
   using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, CollectiveMainloop, CollectiveEpilogue>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
@@ -592,11 +609,18 @@ struct W4A4WgmmaGemm {
     cutlass::KernelHardwareInfo hw;
     hw.device_id = a.device;
     hw.sm_count = a.sm_count;
-    typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
-                                  {M, N, K, 1},
-                                  ml,
-                                  {fusion, nullptr, {}, static_cast<ElementD*>(a.y), dD},
-                                  hw};
+    ElementD* y = static_cast<ElementD*>(a.y);
+    typename CollectiveEpilogue::Arguments epilogue{};
+    if constexpr (kClamped) {
+      // The clamped column stores as the last tile of L + shift tokens starting shift tokens before Y
+      // (never dereferenced before token L - 128 >= 0; unused where shift is 0). The bias is per
+      // output channel, the same in both.
+      const int64_t shift = clamped_token_column(a.L, cute::size<1>(TileShape{})).shift;
+      epilogue = {{fusion, nullptr, {}, y, dD}, {fusion, nullptr, {}, y - shift * a.ld_y, dD}};
+    } else {
+      epilogue = {fusion, nullptr, {}, y, dD};
+    }
+    typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm, {M, N, K, 1}, ml, epilogue, hw};
     return args;
   }
 
@@ -622,5 +646,20 @@ struct W4A4WgmmaGemm {
                    detail::cat("CUTLASS launch failed for config ", name, ": ", cutlassGetStatusString(st)));
   }
 };
+
+// Runs the kWgmma row `config` (plain or clamped) for output dtype OutT.
+template <class OutT>
+void run_wgmma(const W4A4GemmArgs& a, int config, cudaStream_t stream) {
+  constexpr int kPlain = w4a4_named("128x128x128_wgmma_coop"), kClampedRow = w4a4_named("128x128x128_wgmma_coop_clamped");
+  static_assert(kPlain >= 0 && kClampedRow >= 0 && !kW4A4Configs[kPlain].clamped && kW4A4Configs[kClampedRow].clamped,
+                "the two wgmma rows");
+  static_assert(kW4A4Configs[kPlain].tile_m == 128 && kW4A4Configs[kPlain].tile_n == 128 &&
+                    kW4A4Configs[kClampedRow].tile_m == 128 && kW4A4Configs[kClampedRow].tile_n == 128,
+                "the wgmma rows are the 128x128 tile instantiated here");
+  if (kW4A4Configs[config].clamped)
+    W4A4WgmmaGemm<OutT, true>::run(a, kW4A4Configs[config].label, stream);
+  else
+    W4A4WgmmaGemm<OutT, false>::run(a, kW4A4Configs[config].label, stream);
+}
 
 }  // namespace qsgemm::kernels::sm90_w4a4_wgmma

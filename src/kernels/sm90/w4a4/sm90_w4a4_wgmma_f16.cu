@@ -4,13 +4,8 @@
 
 namespace qsgemm::kernels {
 
-static_assert(kW4A4Configs[w4a4_named("128x128x128_wgmma_coop")].kernel == W4A4Kernel::kWgmma &&
-                  kW4A4Configs[w4a4_named("128x128x128_wgmma_coop")].tile_m == 128 &&
-                  kW4A4Configs[w4a4_named("128x128x128_wgmma_coop")].tile_n == 128,
-              "the one wgmma row is the 128x128 tile instantiated here");
-
 void run_w4a4_wgmma_f16(const W4A4GemmArgs& a, int config, cudaStream_t stream) {
-  sm90_w4a4_wgmma::W4A4WgmmaGemm<__half>::run(a, kW4A4Configs[config].label, stream);
+  sm90_w4a4_wgmma::run_wgmma<__half>(a, config, stream);
 }
 
 }  // namespace qsgemm::kernels
