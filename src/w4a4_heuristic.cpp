@@ -21,9 +21,10 @@ bool w4a4_wgmma_clamp_pays(int64_t L) {
 
 double w4a4_decode32_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group) {
   const W4A4CostModel& m = cost_model(group);
-  // double: D·D1 does not overflow, and the estimate is a real number of µs.
-  const double elems_per_sm = static_cast<double>(D) * static_cast<double>(D1) / sm_count;
-  return m.decode_fixed_us + static_cast<double>(ceil_div(L, 32)) * elems_per_sm * m.decode_us_per_elem_sm;
+  // double: no overflow, and the estimate is a real number of µs.
+  const double rows_per_sm = static_cast<double>(D) / sm_count;
+  return m.decode_fixed_us + static_cast<double>(ceil_div(L, 32)) * rows_per_sm *
+                                 (m.decode_us_per_row_sm + static_cast<double>(D1) * m.decode_us_per_elem_sm);
 }
 
 double w4a4_wgmma_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group) {

@@ -51,10 +51,13 @@ inline constexpr int64_t kW4A4ModelMaxL = 256;
 // From 17 tokens the choice between the 32-token decode row (packed X1) and the wgmma kernel (e4m3
 // X1), at group 128 also the mma.sync 32x64 tile (packed X1), is a cost model of each, in µs on the
 // H200, fitted per group on 8 layers of other models at L = 24..175 (bench/results/h200/tuning/
-// tune_w4a4_band_model.txt: rank 64; group 64: 2.8 % RMS for the wgmma kernel, 6.5 % for the decode
-// row; group 128: 2.0 / 8.1 / 6.5 % for the wgmma kernel, the decode row and the tile):
+// tune_w4a4_band_model.txt: rank 64; group 64: 2.8 % RMS for the wgmma kernel, 4.5 % for the decode
+// row; group 128: 2.0 / 5.6 / 6.5 % for the wgmma kernel, the decode row and the tile):
 //  * the decode row is instruction-bound: every 32-token block streams the whole weight through the
-//    SMs, so decode_fixed_us + ceil(L/32) · D·D1/sm_count · decode_us_per_elem_sm;
+//    SMs, so decode_fixed_us + ceil(L/32) · D/sm_count · (decode_us_per_row_sm + D1 ·
+//    decode_us_per_elem_sm); the per-row term (each block's rows end in a reduction, a promotion and
+//    a store) makes a long row cheaper per element (without it: 6.5 / 8.1 % RMS, and 13-20 % too
+//    high on the bench's layers of D1 >= 8192, tune_w4a4_clamp.txt);
 //  * the wgmma kernel runs 128x128 work tiles in waves of one per SM (persistent, no K split, so a
 //    layer of few 128-row tiles leaves SMs idle): wgmma_fixed_us + waves · (wgmma_wave_us + ceil(D1/128)
 //    · (wgmma_ktile_us + wgmma_ktile_oob_us · oob)), oob the fraction of the last token tile past L
@@ -64,14 +67,15 @@ inline constexpr int64_t kW4A4ModelMaxL = 256;
 //    ceil(L/32)·ceil(D/64) CTAs, four per SM: small_fixed_us + c·D1/sm_count · small_us_per_cta_k +
 //    ceil(c / (4·sm_count)) · D1 · small_us_per_wave_k.
 struct W4A4CostModel {
-  double decode_fixed_us, decode_us_per_elem_sm;
+  double decode_fixed_us, decode_us_per_elem_sm, decode_us_per_row_sm;
   double wgmma_fixed_us, wgmma_wave_us, wgmma_ktile_us, wgmma_ktile_oob_us;
   bool small_candidate;
   double small_fixed_us, small_us_per_cta_k, small_us_per_wave_k;
 };
-inline constexpr W4A4CostModel kW4A4CostGroup64{12.99, 3.76e-5, 6.16, 5.08, 1.019, 0.317, false, 0.0, 0.0, 0.0};
-inline constexpr W4A4CostModel kW4A4CostGroup128{14.23, 3.32e-5, 4.375, 5.71, 0.751, 0.0456,
-                                                 true,  8.097, 1.0724e-3, 2.502e-3};
+inline constexpr W4A4CostModel kW4A4CostGroup64{12.06, 3.34e-5, 2.83e-2, 6.16, 5.08, 1.019, 0.317,
+                                                false, 0.0,     0.0,     0.0};
+inline constexpr W4A4CostModel kW4A4CostGroup128{13.21, 2.79e-5, 3.80e-2, 4.375, 5.71, 0.751, 0.0456,
+                                                 true,  8.097,   1.0724e-3, 2.502e-3};
 // The model's estimates (group 64 or 128; any other group uses group 64's constants).
 double w4a4_decode32_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group);
 double w4a4_wgmma_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group);

@@ -48,9 +48,9 @@ W4A4_MAX_RANK = 128
 # the library clamps the wgmma kernel's last token tile); e4m3 codes for the wgmma kernel above 256 tokens. The library runs either staging; this only picks the faster one.
 # test_w4a4_ops_cpu.py checks it against libqsgemm's own function.
 W4A4_MODEL_MAX_L = 256
-_W4A4_COST = {  # decode (fixed, per element per SM), wgmma (fixed, wave, K tile, K tile past M), 32x64 or None
-    64: ((12.99, 3.76e-5), (6.16, 5.08, 1.019, 0.317), None),
-    128: ((14.23, 3.32e-5), (4.375, 5.71, 0.751, 0.0456), (8.097, 1.0724e-3, 2.502e-3)),
+_W4A4_COST = {  # decode (fixed, per element, per row; per SM), wgmma (fixed, wave, K tile, K tile past M), 32x64 or None
+    64: ((12.06, 3.34e-5, 2.83e-2), (6.16, 5.08, 1.019, 0.317), None),
+    128: ((13.21, 2.79e-5, 3.80e-2), (4.375, 5.71, 0.751, 0.0456), (8.097, 1.0724e-3, 2.502e-3)),
 }
 _ops = torch.ops.qsgemm
 
@@ -80,8 +80,8 @@ def w4a4_x1_e4m3(M: int, N: int, K: int, group: int = 64, sm_count: int = 132) -
         return True
     if M <= 16:
         return False
-    (dec_fixed, dec_elem), (wg_fixed, wg_wave, wg_ktile, wg_oob), small = _W4A4_COST[group]
-    packed = dec_fixed + _ceil_div(M, 32) * (N * K / sm_count) * dec_elem
+    (dec_fixed, dec_elem, dec_row), (wg_fixed, wg_wave, wg_ktile, wg_oob), small = _W4A4_COST[group]
+    packed = dec_fixed + _ceil_div(M, 32) * (N / sm_count) * (dec_row + K * dec_elem)
     if small is not None:
         ctas = _ceil_div(M, 32) * _ceil_div(N, 64)
         s = small[0] + ctas * K / sm_count * small[1] + _ceil_div(ctas, 4 * sm_count) * K * small[2]

@@ -465,7 +465,8 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
     EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 57344, 8192, 64, 132, DType::kE4M3),
               L == 175 || L == 176 || L == 257 ? wgc : wg) << L;
   }
-  EXPECT_EQ(kernels::w4a4_choose_for_x1(200, 4096, 14336, 64, 132, DType::kI4x2), d32);
+  EXPECT_EQ(kernels::w4a4_choose_for_x1(200, 4096, 14336, 64, 132, DType::kI4x2), d32) << "the model keeps packed";
+  EXPECT_EQ(w4a4_choose_config(200, 4096, 14336, 64, 132), d32);
   o.config = d8;
   EXPECT_EQ(w4a4_plan(2048, 4096, 4096, 64, o, 132).config, d8);
   expect_error([&] { w4a4_plan(16, 4096, 4096, 40, o, 132); }, Status::kInvalidArgument, "rank r=40", "rank");
@@ -488,7 +489,8 @@ TEST(W4A4Heuristic, CostModel) {
   };
   for (const Point& p : {Point{128, 59136, 8192, 64, 525.2, 304.4}, Point{24, 59136, 8192, 64, 151.4, 370.0},
                          Point{176, 28672, 4096, 64, 231.7, 162.5}, Point{64, 3584, 18944, 64, 47.1, 181.8},
-                         Point{128, 14336, 4096, 128, 80.6, 34.1}, Point{176, 57344, 8192, 128, 662.7, 374.8}}) {
+                         Point{128, 14336, 4096, 128, 80.6, 34.1}, Point{176, 57344, 8192, 128, 662.7, 374.8},
+                         Point{208, 4096, 14336, 64, 114.7, 134.0}}) {
     const double decode = w4a4_decode32_cost_us(p.L, p.D, p.D1, 132, p.group);
     const double wgmma = w4a4_wgmma_cost_us(p.L, p.D, p.D1, 132, p.group);
     EXPECT_NEAR(decode / p.decode_us, 1.0, 0.15) << p.D << "x" << p.D1 << " L=" << p.L;
