@@ -81,7 +81,9 @@ int w4a4_config_index(const std::string& name);
 // model of the shape picks decode_32x32_k8 (X1 kI4x2; at group 128 also the mma.sync 32x64 tile) or
 // the wgmma row (X1 kE4M3): the wgmma row where its 128x128 tiles fill the SMs (group 64: 57344x8192
 // from 65 tokens), the decode row on layers of few 128-row tiles (4096x14336 up to 224 tokens); every
-// shape the wgmma row above 256 tokens. w4a4_linear with options.config == -1 runs this one when x1
+// shape the wgmma row above 256 tokens; 128x128x128_wgmma_coop_clamped, the wgmma row with its last
+// token tile clamped inside L, where L > 128 leaves a partial tile with enough of it past L (129..248,
+// 257..372, ... tokens). w4a4_linear with options.config == -1 runs this one when x1
 // has the dtype it reads (w4a4_x1_dtype), else the heuristic's choice among the rows reading x1's
 // dtype (packed X1 above 256 tokens: the mma.sync 32x64 tile). sm_count > 0, L >= 0, D > 0, group 64
 // or 128 (kInvalidArgument otherwise).
