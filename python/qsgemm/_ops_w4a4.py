@@ -45,10 +45,12 @@ W4A4_MAX_RANK = 128
 # so that it runs at trace time (torch.compile, symbolic M): packed INT4 up to 16 tokens; from 17 a cost
 # model of the packed-X1 kernels (the decode row; at group 128 also the mma.sync 32x64 tile) and the
 # wgmma kernel, in µs on the H200 per group (the constants of kW4A4CostGroup64/128; no rows past M where
-# the library clamps the wgmma kernel's last token tile); e4m3 codes for the wgmma kernel above 256 tokens. The library runs either staging; this only picks the faster one.
+# the library clamps the wgmma kernel's last token tile); e4m3 codes for the wgmma kernel above 256
+# tokens. The library runs either staging; this only picks the faster one.
 # test_w4a4_ops_cpu.py checks it against libqsgemm's own function.
 W4A4_MODEL_MAX_L = 256
-_W4A4_COST = {  # decode (fixed, per element, per row; per SM), wgmma (fixed, wave, K tile, K tile past M), 32x64 or None
+# decode (fixed, per element, per row; per SM), wgmma (fixed, wave, K tile, K tile past M), 32x64 or None
+_W4A4_COST = {
     64: ((12.06, 3.34e-5, 2.83e-2), (6.16, 5.08, 1.019, 0.317), None),
     128: ((13.21, 2.79e-5, 3.80e-2), (4.375, 5.71, 0.751, 0.0456), (8.097, 1.0724e-3, 2.502e-3)),
 }
