@@ -407,9 +407,9 @@ TEST_F(W4A4Gpu, WgmmaManyTilesPerCta) {
 }
 
 // The clamped wgmma row (128x128x128_wgmma_coop_clamped, clamped_token_column.cuh): from 128 tokens
-// the last token tile computes tokens [L - 128, L), its X1 box, sx, X2 and Y store shifted back. L just past a
-// tile (129, 257), just short of one (255, 383) and in between (300), one and several tiles per CTA
-// (D = 2600: 21 tiles of rows), every output dtype, a bias, padded leading dimensions and poisoned
+// the last token tile computes tokens [L - 128, L), its X1 box, sx, X2 and Y store shifted back. L just
+// past a tile (129, 257), just short of one (255, 383) and in between (300), on 2 and 21 tiles of
+// weight rows (D = 200, 2600), every output dtype, a bias, padded leading dimensions and poisoned
 // guard rows around Y (a store through a wrong shift lands there); exact on small integers; the rows
 // two tiles write get the same bits: two calls give identical outputs.
 TEST_F(W4A4Gpu, WgmmaClampedLastTokenTile) {
