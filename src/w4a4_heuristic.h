@@ -106,13 +106,15 @@ bool w4a4_prefers_e4m3(int64_t L, int64_t D, int64_t D1, int sm_count, int group
 //    where the model prefers it. At group 64 the ring beat the tile at L = 144..175 on all 8 fit
 //    layers (1.0-1.5x); at group 128 the tile was 1.1-1.4x faster than the ring from 24 tokens on the
 //    layers of >= 13824 rows.
-//  * The wgmma kernel wherever the model says so. On the fit layers at group 64 (L = 24..175): at
+//  * The wgmma kernel wherever the model says so. On the fit layers at group 64 (L = 24..175; 72fbba6's
+//    model and kernel, before the clamped row and the decode row's per-row term): at
 //    80-128 and 175 tokens on 13824x5120, 14336x4096 and 27648x5120 (108-216 work tiles of 128 rows;
 //    0.53-0.58x the decode row's time at L = 112..128), at 112, 128, 175 on 18944x3584, from 80 on
 //    59136x8192, at 175 on 6144x4096, never on 3584x18944 and 5120x13824 (28 and 40 tiles: 1.1-6x
 //    the decode row's time). The picks: 0.2 % slower than the fastest kernel timed, geomean, 7 % at
 //    worst (88 points); at group 128 1.2 %, 26 % at worst (40 points; the worst where three 16-token
-//    blocks, not a candidate there, were fastest).
+//    blocks, not a candidate there, were fastest). Now, on the bench's six layers at L = 144..240 (no
+//    fit points, tune_w4a4_clamp.txt): 0.4 % geomean, 6.4 % at worst at group 64; 0.3 % / 7 % at 128.
 // Packed X1 above 256 tokens: the mma.sync 32x64 tile. L >= 0, D > 0, sm_count > 0, group 64 or 128
 // (the callers check).
 int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, int group = 64);

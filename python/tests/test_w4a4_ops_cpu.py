@@ -271,7 +271,12 @@ def _library_x1_e4m3():
     dtype = lib._ZN6qsgemm13w4a4_x1_dtypeEi
     dtype.restype = ctypes.c_uint8
     dtype.argtypes = [ctypes.c_int]
-    return lambda M, N, K, group, sm: (dtype(choose(M, N, K, 64, sm, group)) == 3, choose(M, N, K, 64, sm, group))
+
+    def pick(M, N, K, group, sm):  # (stages X1 as e4m3, the configuration)
+        config = choose(M, N, K, 64, sm, group)
+        return dtype(config) == 3, config
+
+    return pick
 
 
 def test_x1_staging_matches_the_library():
