@@ -14,6 +14,10 @@
 // - Epilogue: a second set of epilogue parameters whose D and per-token pointers start `shift`
 //   tokens earlier and span M + shift tokens, so the clamped tile is an ordinary last tile there.
 //   The caller builds those arguments (it knows which fusion operands are per token).
+//
+// The blockwise GEMM is not swapped (the tokens are its M, the A operand, with per-token scale
+// rows): its mainloop wrapper is sm90_blockwise_clamped_rows.cuh; the epilogue here serves it with
+// kTokenMode = 0.
 #pragma once
 
 #include <cstdint>
@@ -93,9 +97,11 @@ struct ClampedColumnMainloop : Base {
 
 // CUTLASS sm90 TMA epilogue (no source C) with clamped token tiles: `shifted` holds the arguments
 // with D and the per-token operands moved `shift` tokens back (the caller sets them; where shift
-// is 0 they are not used).
-template <class Base>
+// is 0 they are not used). kTokenMode: the problem mode that holds the tokens, 1 (N) in the swapped
+// GEMMs, 0 (M) in the blockwise one (sm90_blockwise_clamped_rows.cuh).
+template <class Base, int kTokenMode = 1>
 struct ClampedColumnEpilogue : Base {
+  static_assert(kTokenMode == 0 || kTokenMode == 1, "the tokens are the problem's M or N");
   using typename Base::TensorStorage;
   struct Arguments {
     typename Base::Arguments main;
@@ -111,7 +117,7 @@ struct ClampedColumnEpilogue : Base {
   template <class ProblemShape>
   CUTLASS_HOST_DEVICE static ProblemShape shifted_problem(ProblemShape const& problem_shape, int32_t shift) {
     ProblemShape p = problem_shape;
-    cute::get<1>(p) += shift;
+    cute::get<kTokenMode>(p) += shift;
     return p;
   }
 
@@ -119,7 +125,8 @@ struct ClampedColumnEpilogue : Base {
   static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args, void* workspace) {
     Params p;
     p.main = Base::to_underlying_arguments(problem_shape, args.main, workspace);
-    p.column = clamped_token_column(cute::get<1>(problem_shape), cute::size<1>(typename Base::CtaTileMNK{}));
+    p.column = clamped_token_column(cute::get<kTokenMode>(problem_shape),
+                                    cute::size<kTokenMode>(typename Base::CtaTileMNK{}));
     p.shifted = p.column.shift > 0
                     ? Base::to_underlying_arguments(shifted_problem(problem_shape, p.column.shift), args.shifted, workspace)
                     : p.main;
@@ -137,8 +144,8 @@ struct ClampedColumnEpilogue : Base {
   }
   template <class ProblemShape>
   static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
-    const ClampedTokenColumn c =
-        clamped_token_column(cute::get<1>(problem_shape), cute::size<1>(typename Base::CtaTileMNK{}));
+    const ClampedTokenColumn c = clamped_token_column(cute::get<kTokenMode>(problem_shape),
+                                                      cute::size<kTokenMode>(typename Base::CtaTileMNK{}));
     return Base::can_implement(problem_shape, args.main) &&
            (c.shift == 0 || Base::can_implement(shifted_problem(problem_shape, c.shift), args.shifted));
   }
@@ -163,8 +170,11 @@ struct ClampedColumnEpilogue : Base {
     auto [m_coord, n_coord, k_coord, l_coord] = tile_coord_mnkl;
     // Two call sites, each on a statically known object: selecting the object through a pointer
     // put both epilogues (and their fusion parameters) into local memory, a 328-byte stack frame.
-    if (n_coord >= column_.last) {
-      tile_coord_mnkl = cute::make_coord(m_coord, decltype(n_coord)(column_.last), k_coord, l_coord);
+    if (cute::get<kTokenMode>(tile_coord_mnkl) >= column_.last) {
+      if constexpr (kTokenMode == 1)
+        tile_coord_mnkl = cute::make_coord(m_coord, decltype(n_coord)(column_.last), k_coord, l_coord);
+      else
+        tile_coord_mnkl = cute::make_coord(decltype(m_coord)(column_.last), n_coord, k_coord, l_coord);
       if (column_.shift > 0)
         return shifted_.store(load_pipeline, load_pipe_consumer_state, store_pipeline, store_pipe_producer_state,
                               shifted_problem(problem_shape_mnkl, column_.shift), tile_shape_MNK, tile_coord_mnkl,
