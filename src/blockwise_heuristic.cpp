@@ -14,6 +14,7 @@ bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity
   // Per-token x per-channel: the mainloop with unit scales (or the skinny kernel), any tile.
   if (gx == G::kPerRow || gw == G::kPerRow) return gx == gw;
   if (c.per_row_only) return false;
+  if (c.clamped && gx == G::kBlock128x128) return false;  // a shifted tile would straddle two x blocks
   if (gx != G::kGroup1x128 && gx != G::kBlock128x128) return false;
   if (gw != G::kGroup1x128 && gw != G::kBlock128x128) return false;
   // The skinny kernel reads any scale layout per 16-row warp tile (M <= 32 lies in one 128-row block).

@@ -69,12 +69,14 @@ std::string blockwise_config_name(int index);
 // valid ones otherwise. Indices shift when rows are added: prefer names.
 int blockwise_config_index(const std::string& name);
 // Whether configuration `index` serves the scale pair (gx, gw): the 64-row tile cannot hold
-// x_scale kBlock128x128, the 128x192 tile serves per_row x per_row only. False for an index
-// outside the table or a pair that blockwise_linear rejects.
+// x_scale kBlock128x128, the 128x192 tile serves per_row x per_row only, the *_clamped rows (the
+// last token tile moved back inside M) take no x_scale kBlock128x128. False for an index outside
+// the table or a pair that blockwise_linear rejects.
 bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity gw);
 // The configuration blockwise_linear runs without a workspace when options.config == -1: the pure
 // heuristic's pick (per_row x per_row may take the 128x192 tile where its waves come out fewer,
-// except at K <= 512), or the 128x128 tile where that pick cannot serve the scale granularities.
+// except at K <= 512), or the 128x128 tile where that pick cannot serve the scale granularities;
+// the clamped row of that tile where most of the last token tile would lie past M.
 // sm_count > 0 (kInvalidArgument otherwise).
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                             int sm_count);

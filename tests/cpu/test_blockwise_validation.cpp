@@ -181,10 +181,10 @@ TEST(BlockwiseValidation, Bias) {
 
 TEST(BlockwiseValidation, Config) {
   Case c;
-  c.opt.config = 5;
-  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config 5 is outside [-1, 5)", "options.config");
+  c.opt.config = 7;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config 7 is outside [-1, 7)", "options.config");
   c.opt.config = -2;
-  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config -2 is outside [-1, 5)", "options.config");
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "config -2 is outside [-1, 7)", "options.config");
   // The 128x192 tile serves per-row scales only.
   c.opt.config = 4;
   expect_error([&] { c.run(); }, Status::kInvalidArgument,
@@ -273,9 +273,9 @@ TEST(BlockwiseValidation, SplitK) {
   expect_error([&] { blockwise_linear_workspace_bytes(16, 256, 512, G::kGroup1x128, G::kBlock128x128, o, 132); },
                Status::kInvalidArgument, "split_k=17 must be", "options.split_k");
   o = BlockwiseOptions{};
-  o.config = 5;
+  o.config = 7;
   expect_error([&] { blockwise_linear_workspace_bytes(16, 256, 512, G::kGroup1x128, G::kBlock128x128, o, 132); },
-               Status::kInvalidArgument, "config 5 is outside [-1, 5)", "options.config");
+               Status::kInvalidArgument, "config 7 is outside [-1, 7)", "options.config");
   o.config = -1;
   expect_error([&] { blockwise_linear_workspace_bytes(16, 0, 512, G::kGroup1x128, G::kBlock128x128, o, 132); },
                Status::kInvalidArgument, "shape M=16 N=0 K=512");
@@ -320,13 +320,15 @@ using kernels::kBlockwiseConfigs;
 using kernels::kBlockwiseNumConfigs;
 
 TEST(BlockwiseConfigs, TableAndNames) {
-  ASSERT_EQ(kBlockwiseNumConfigs, 5);
+  ASSERT_EQ(kBlockwiseNumConfigs, 7);
   EXPECT_EQ(kBlockwiseConfigs[0].name(), "128x128x128_c1x1_coop");
   EXPECT_EQ(kBlockwiseConfigs[1].name(), "64x128x128_c1x1_pingpong");
   EXPECT_EQ(kBlockwiseConfigs[2].name(), "128x128x128_c1x2_coop");
   EXPECT_EQ(kBlockwiseConfigs[3].name(), "skinny_m32_splitk");
   EXPECT_EQ(kBlockwiseConfigs[4].name(), "128x192x128_c1x1_coop");
   EXPECT_EQ(blockwise_config_name(4), "128x192x128_c1x1_coop");
+  EXPECT_EQ(kBlockwiseConfigs[5].name(), "128x128x128_c1x1_coop_clamped");
+  EXPECT_EQ(kBlockwiseConfigs[6].name(), "64x128x128_c1x1_pingpong_clamped");
   std::set<std::string> names;
   for (const auto& c : kBlockwiseConfigs) {
     EXPECT_EQ(c.tile_k, 128) << c.name() << ": the K tile must equal the scale group";
@@ -364,6 +366,10 @@ TEST(BlockwiseConfigs, Supports) {
   EXPECT_TRUE(kernels::blockwise_config_supports(4, G::kPerRow, G::kPerRow));
   for (const auto& p : valid)
     if (p[0] != G::kPerRow) EXPECT_FALSE(kernels::blockwise_config_supports(4, p[0], p[1])) << granularity_name(p[0]);
+  // The clamped rows: every pair but x_scale in 128x128 blocks (a shifted tile would straddle two).
+  for (int c : {5, 6})
+    for (const auto& p : valid)
+      EXPECT_EQ(kernels::blockwise_config_supports(c, p[0], p[1]), p[0] != G::kBlock128x128) << c << " " << granularity_name(p[0]);
   // The public query says the same.
   for (int c = -1; c <= kBlockwiseNumConfigs; ++c)
     for (const auto& p : valid) EXPECT_EQ(qsgemm::blockwise_config_supports(c, p[0], p[1]), kernels::blockwise_config_supports(c, p[0], p[1]));
@@ -687,8 +693,8 @@ TEST(BlockwiseConfigs, PublicTableAndChoice) {
   using qsgemm::ScaleGranularity;
   ASSERT_EQ(qsgemm::blockwise_num_configs(), qsgemm::kernels::kBlockwiseNumConfigs);
   EXPECT_EQ(qsgemm::blockwise_config_name(0), "128x128x128_c1x1_coop");
-  qsgemm::test::expect_error([] { qsgemm::blockwise_config_name(5); }, qsgemm::Status::kInvalidArgument,
-                             "config index 5 is outside [0, 5)");
+  qsgemm::test::expect_error([] { qsgemm::blockwise_config_name(7); }, qsgemm::Status::kInvalidArgument,
+                             "config index 7 is outside [0, 7)");
   // Decode sizes over a long K pick the skinny kernel for every pair; otherwise small M picks the
   // 64-row tile, except where x has 128x128 blocks (it cannot serve them).
   EXPECT_EQ(qsgemm::blockwise_choose_config(8, 4096, 7168, ScaleGranularity::kBlock128x128,

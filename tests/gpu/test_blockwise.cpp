@@ -60,6 +60,8 @@ struct Case {
   int split_k = 0;         // BlockwiseOptions::split_k
   bool workspace = false;  // pass a workspace (poisoned) of blockwise_linear_workspace_bytes
   int64_t pad_x = 0, pad_w = 0, pad_y = 0, pad_sx = 0;  // extra leading-dimension elements
+  int64_t guard_rows = 0;  // poisoned rows of Y before row 0, which must stay untouched
+  int same_bits_as = -1;   // a second configuration run on the same operands: Y equal bit for bit
 
   std::string str() const {
     return "M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) + " x_scale=" +
@@ -68,7 +70,8 @@ struct Case {
            " config=" + std::to_string(config) + " cluster=" + std::to_string(skinny_cluster) +
            " split_k=" + std::to_string(split_k) + (workspace ? " workspace" : "") +
            " pads=" + std::to_string(pad_x) + "/" + std::to_string(pad_w) + "/" + std::to_string(pad_y) + "/" +
-           std::to_string(pad_sx);
+           std::to_string(pad_sx) + " guard_rows=" + std::to_string(guard_rows) +
+           " same_bits_as=" + std::to_string(same_bits_as);
   }
 };
 
@@ -148,7 +151,8 @@ void run_case(const Case& c, std::mt19937& rng, cudaStream_t stream) {
 
   DeviceBuffer<uint8_t> d_x(qx.size()), d_w(qw.size()), d_bias(std::max<size_t>(bias_bytes.size(), 1));
   DeviceBuffer<float> d_sx(sx.size()), d_sw(sw.size());
-  DeviceBuffer<uint8_t> d_y(static_cast<size_t>(M * ldy * y_size));
+  const size_t guard_bytes = static_cast<size_t>(c.guard_rows * ldy * y_size);
+  DeviceBuffer<uint8_t> d_y(guard_bytes + static_cast<size_t>(M * ldy * y_size));
   d_x.upload(qx);
   d_w.upload(qw);
   d_sx.upload(sx);
@@ -158,7 +162,7 @@ void run_case(const Case& c, std::mt19937& rng, cudaStream_t stream) {
 
   const MatrixView x(d_x.get(), DType::kE4M3, M, K, ldx);
   const MatrixView w(d_w.get(), DType::kE4M3, N, K, ldw);
-  const MatrixView y(d_y.get(), c.out, M, N, ldy);
+  const MatrixView y(d_y.get() + guard_bytes, c.out, M, N, ldy);
   const ScaleView x_scale{d_sx.get(), c.gx, ld_sx};
   const ScaleView w_scale{d_sw.get(), c.gw, 0};
   const VectorView bias = c.bias == BiasKind::kNone ? VectorView{} : VectorView(d_bias.get(), bias_dtype, N);
@@ -183,7 +187,23 @@ void run_case(const Case& c, std::mt19937& rng, cudaStream_t stream) {
   QSGEMM_CUDA_OK(cudaGetLastError());
 
   // Output as float; NaN anywhere in [M, N] means an element was not written.
-  const std::vector<uint8_t> raw = d_y.download();
+  const std::vector<uint8_t> with_guard = d_y.download();
+  ASSERT_TRUE(std::all_of(with_guard.begin(), with_guard.begin() + guard_bytes, [](uint8_t b) { return b == 0xFF; }))
+      << "rows before Y were written";
+  const std::vector<uint8_t> raw(with_guard.begin() + guard_bytes, with_guard.end());
+  if (c.same_bits_as >= 0) {
+    DeviceBuffer<uint8_t> d_y2(raw.size());
+    d_y2.poison(0xFF);
+    BlockwiseOptions opt2 = opt;
+    opt2.config = c.same_bits_as;
+    try {
+      blockwise_linear(x, x_scale, w, w_scale, bias, MatrixView(d_y2.get(), c.out, M, N, ldy), opt2, stream);
+    } catch (const Error& e) {
+      FAIL() << "blockwise_linear threw on config " << c.same_bits_as << ": " << e.what();
+    }
+    QSGEMM_CUDA_OK(cudaStreamSynchronize(stream));
+    ASSERT_TRUE(d_y2.download() == raw) << "configs " << c.config << " and " << c.same_bits_as << " differ";
+  }
   std::vector<float> out(static_cast<size_t>(M * ldy));
   for (int64_t i = 0; i < M * ldy; ++i) {
     if (c.out == DType::kF32) {
@@ -377,6 +397,45 @@ TEST_F(BlockwiseGpu, EveryConfigForced) {
         if (HasFatalFailure()) return;
       }
     }
+}
+
+// The clamped rows (sm90_blockwise_clamped_rows.cuh): from the last token tile on, tiles compute
+// the tokens [M - tile_m, M). Against the float64 reference and bit for bit against the same tile
+// without the clamp (same operands, tile shape and K order), at M around every tile edge, with a
+// partial last K group, the interleaved K loop (K >= 4096), a padded x-scale layout, every output
+// dtype and bias kind, and guard rows before Y (the shifted store must not reach them).
+TEST_F(BlockwiseGpu, ClampedRowsSameBitsAsPlainTile) {
+  std::mt19937 rng(701);
+  size_t i = 0;
+  for (const char* name : {"128x128x128_c1x1_coop_clamped", "64x128x128_c1x1_pingpong_clamped"}) {
+    const int config = blockwise_config_index(name);
+    const std::string plain_name = std::string(name).substr(0, std::string(name).size() - std::string("_clamped").size());
+    const int plain = blockwise_config_index(plain_name);
+    const int64_t tm = std::stoll(name);  // the tile's rows: the name's first number
+    for (const auto& [gx, gw] : kPairs) {
+      if (!blockwise_config_supports(config, gx, gw)) {
+        EXPECT_EQ(gx, G::kBlock128x128) << name << " refuses x_scale " << granularity_name(gx);
+        continue;
+      }
+      for (int64_t M : {tm - 1, tm, tm + 1, 2 * tm - 1, 2 * tm + 3, int64_t{1000}}) {
+        Case c;
+        c.M = M;
+        c.N = i % 2 ? 264 : 392;
+        c.K = i % 3 == 0 ? 400 : i % 3 == 1 ? 1024 : 4112;
+        c.gx = gx;
+        c.gw = gw;
+        c.config = config;
+        c.same_bits_as = plain;
+        c.out = i % 3 == 0 ? DType::kBF16 : i % 3 == 1 ? DType::kF32 : DType::kF16;
+        c.bias = static_cast<BiasKind>(i / 3 % 3);
+        c.pad_sx = i % 2 ? 5 : 0;
+        c.guard_rows = 3;
+        ++i;
+        run_case(c, rng, stream_);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
 }
 
 // Per-row scales on shapes where the heuristic takes the 128x192 tile (configuration 4): partial

@@ -41,8 +41,11 @@ struct BlockwiseConfig {
   // The mainloop with two partial accumulator tiles (sm90_blockwise_two_partials.cuh) instead of
   // CUTLASS's blockwise one.
   bool two_partials = false;
+  // The last token tile moved back inside M (sm90_blockwise_clamped_rows.cuh): not for x_scale
+  // kBlock128x128, whose blocks a shifted tile would straddle.
+  bool clamped = false;
 
-  // <tile_m>x<tile_n>x<tile_k>_c<cluster_m>x<cluster_n>_<coop|pingpong>, e.g. "128x128x128_c1x1_coop";
+  // <tile_m>x<tile_n>x<tile_k>_c<cluster_m>x<cluster_n>_<coop|pingpong>[_clamped], e.g. "128x128x128_c1x1_coop";
   // "skinny_m32_splitk" for the skinny kernel (tests/cpu/test_blockwise_heuristic.cpp checks the format).
   std::string name() const { return label; }
 };
@@ -64,12 +67,20 @@ struct BlockwiseConfig {
 //   128x192: per-token x per-channel scales only (a 192-wide tile cannot hold whole 128x128 weight
 //      blocks); 192 registers of accumulators, where 128x256 spilled. Its three register tiles would
 //      not fit the two-partials mainloop, so it keeps CUTLASS's (tuning/tune_perrow_192.txt).
+//   *_clamped: rows 0 and 1 with their last token tile moved back inside M
+//      (sm90_blockwise_clamped_rows.cuh): 1.1-1.6x faster where most of that tile lies past M, but
+//      2-4 % slower on whole tiles (a longer kernel), so rows of their own, which
+//      blockwise_clamp_pays (src/blockwise_heuristic.h) picks. Not for x_scale kBlock128x128. The
+//      1x2 cluster measured 0.88-0.93x with the clamp even on partial tiles and has no such row
+//      (bench/results/h200/tuning/tune_blockwise_clamp.txt).
 inline constexpr BlockwiseConfig kBlockwiseConfigs[] = {
     {"128x128x128_c1x1_coop", 128, 128, 128, 1, 1, BlockwiseSchedule::kCooperative, false, true},
     {"64x128x128_c1x1_pingpong", 64, 128, 128, 1, 1, BlockwiseSchedule::kPingpong, false, true},
     {"128x128x128_c1x2_coop", 128, 128, 128, 1, 2, BlockwiseSchedule::kCooperative, false, true},
     {"skinny_m32_splitk", 32, 16, 128, 1, 1, BlockwiseSchedule::kSkinny},
     {"128x192x128_c1x1_coop", 128, 192, 128, 1, 1, BlockwiseSchedule::kCooperative, true},
+    {"128x128x128_c1x1_coop_clamped", 128, 128, 128, 1, 1, BlockwiseSchedule::kCooperative, false, true, true},
+    {"64x128x128_c1x1_pingpong_clamped", 64, 128, 128, 1, 1, BlockwiseSchedule::kPingpong, false, true, true},
 };
 inline constexpr int kBlockwiseNumConfigs = static_cast<int>(sizeof(kBlockwiseConfigs) / sizeof(kBlockwiseConfigs[0]));
 
@@ -138,7 +149,9 @@ const float* blockwise_unit_scale(int device);
 // with bias nodes, which calls without a bias run with null bias pointers: on the 128x128 tile the
 // kernel without them measured 0.85-0.86x the speed at K = 8192-16384 (1.02-1.06x at K = 1024;
 // bench/results/h200/tuning/ab_1d1d_bias_nodes.txt). The other kernels have a no-bias variant.
-constexpr bool blockwise_group_pair_keeps_bias_nodes(int config) { return config == 0; }
+constexpr bool blockwise_group_pair_keeps_bias_nodes(int config) {
+  return config == blockwise_named("128x128x128_c1x1_coop") || config == blockwise_named("128x128x128_c1x1_coop_clamped");
+}
 
 // Runs configuration `config` (which must support a.gx, a.gw). Throws qsgemm::Error when CUTLASS
 // refuses the problem (can_implement, naming its status), would need a workspace, or the launch fails.

@@ -71,6 +71,7 @@
 #include "cutlass/gemm/device/gemm_universal_adapter.h"
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "kernels/sm90/blockwise/sm90_blockwise_clamped_rows.cuh"
 #include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
 #include "kernels/sm90/blockwise/sm90_blockwise_two_partials.cuh"
 #include "kernels/sm90/common/cutlass_smem.cuh"
@@ -162,11 +163,14 @@ struct BlockwiseGemm {
       cutlass::epilogue::fusion::Sm90EVT<Op<cutlass::epilogue::thread::Identity, ElementD>, Acc>>;
   using Fusion = cute::conditional_t<kBias, BiasFusion, PlainFusion>;
 
-  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+  using EpilogueOfTile = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementCompute,
       void, cutlass::layout::RowMajor, kAlignmentD,      // no C operand
       ElementD, cutlass::layout::RowMajor, kAlignmentD, EpilogueSchedule, Fusion>::CollectiveOp;
+  // Clamped rows: the last token tile stores through a second set of arguments, shift rows back.
+  static constexpr bool kClamped = kCfg.clamped;
+  using CollectiveEpilogue = cute::conditional_t<kClamped, ClampedColumnEpilogue<EpilogueOfTile, /*kTokenMode=*/0>, EpilogueOfTile>;
 
   // ---- mainloop ------------------------------------------------------------------------------------
   // Per-row: sx and sw with granularity 1 (two-partials), or one unit scale per tile (kPerRowEpilogue).
@@ -178,12 +182,14 @@ struct BlockwiseGemm {
   using CutlassMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, GmemLayoutA, kAlignmentAB, ElementB, GmemLayoutB,
       kAlignmentAB, ElementAccumulator, TileShape, ClusterShape,
-      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename EpilogueOfTile::SharedStorage))>,
       MainloopSchedule>::CollectiveOp;
   // The cooperative tiles interleave the promotion with the next K tile's MMAs from K = 4096; the
   // ping-pong tile, whose warp groups take turns on the tensor pipe, keeps the plain order.
-  using CollectiveMainloop =
+  using TileMainloop =
       cute::conditional_t<kTwoPartials, TwoPartialsBlockwiseMainloop<CutlassMainloop, kPerRow, kCooperative>, CutlassMainloop>;
+  static_assert(!kClamped || kGranM == 1 || kPerRow, "x scales in 128x128 blocks cannot be clamped");
+  using CollectiveMainloop = cute::conditional_t<kClamped, ClampedRowsMainloop<TileMainloop>, TileMainloop>;
 
   // Default tile scheduler (persistent, no workspace).
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop, CollectiveEpilogue>;
@@ -236,36 +242,51 @@ struct BlockwiseGemm {
       const LayoutSFB sfb = scale_layout<LayoutSFB>(N, kbs, kb, 1, S, kbs);
       mainloop = {ptr_a, dA, ptr_b, dB, a.x_scale, sfa, a.w_scale, sfb};
     }
-    typename Fusion::Arguments fusion{};
-    const auto* bias_out = static_cast<const ElementD*>(a.bias_out);
-    if constexpr (kPerRowEpilogue && kBias) {
-      fusion = {
-          {                                               // (acc · sx) · sw + bias_f32
-              {{}, {a.x_scale, 1.0f, {}}, {}},            //   acc · sx[m]
-              {a.w_scale, 1.0f, {}},                      //   sw[n]
-              {a.bias_f32, 0.0f, {}},                     //   bias_f32[n]
-              {}},
-          {bias_out, ElementD(0), {}},                    // + bias_out[n]
-          {}};
-    } else if constexpr (kPerRowEpilogue) {
-      fusion = {
-          {{}, {a.x_scale, 1.0f, {}}, {}},                // (acc · sx[m])
-          {a.w_scale, 1.0f, {}},                          //   · sw[n]
-          {}};
-    } else if constexpr (kBias) {
-      fusion = {
-          {{}, {a.bias_f32, 0.0f, {}}, {}},               // acc + bias_f32[n]
-          {bias_out, ElementD(0), {}},                    // + bias_out[n]
-          {}};
+    // sx: the per-token operand of the per-row epilogue (kPerRowEpilogue).
+    const auto fusion_arguments = [&](const float* sx) {
+      typename Fusion::Arguments fusion{};
+      const auto* bias_out = static_cast<const ElementD*>(a.bias_out);
+      if constexpr (kPerRowEpilogue && kBias) {
+        fusion = {
+            {                                               // (acc · sx) · sw + bias_f32
+                {{}, {sx, 1.0f, {}}, {}},                   //   acc · sx[m]
+                {a.w_scale, 1.0f, {}},                      //   sw[n]
+                {a.bias_f32, 0.0f, {}},                     //   bias_f32[n]
+                {}},
+            {bias_out, ElementD(0), {}},                    // + bias_out[n]
+            {}};
+      } else if constexpr (kPerRowEpilogue) {
+        fusion = {
+            {{}, {sx, 1.0f, {}}, {}},                       // (acc · sx[m])
+            {a.w_scale, 1.0f, {}},                          //   · sw[n]
+            {}};
+      } else if constexpr (kBias) {
+        fusion = {
+            {{}, {a.bias_f32, 0.0f, {}}, {}},               // acc + bias_f32[n]
+            {bias_out, ElementD(0), {}},                    // + bias_out[n]
+            {}};
+      }
+      // else D = acc: the fusion has no arguments
+      return fusion;
+    };
+    auto* y = static_cast<ElementD*>(a.y);
+    const typename EpilogueOfTile::Arguments epilogue{fusion_arguments(a.x_scale), nullptr, {}, y, dD};
+    typename CollectiveEpilogue::Arguments kernel_epilogue{};
+    if constexpr (kClamped) {
+      // The clamped tile is the last tile of M + shift rows that start shift rows before y and sx;
+      // split-K slices keep their stride.
+      const int64_t shift = clamped_token_column(M, kCfg.tile_m).shift;
+      kernel_epilogue = {epilogue, {fusion_arguments(a.x_scale - shift), nullptr, {}, y - shift * a.ldy, dD}};
+    } else {
+      kernel_epilogue = epilogue;
     }
-    // else D = acc: the fusion has no arguments
     cutlass::KernelHardwareInfo hw;
     hw.device_id = a.device;
     hw.sm_count = a.sm_count;  // > 0: CUTLASS does not query the device on every call
     typename Gemm::Arguments args{S > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm,
                                   {M, N, Ks, S},
                                   mainloop,
-                                  {fusion, nullptr, {}, static_cast<ElementD*>(a.y), dD},
+                                  kernel_epilogue,
                                   hw};
     args.scheduler.max_swizzle_size = a.swizzle;
     args.scheduler.raster_order = static_cast<cutlass::gemm::kernel::detail::RasterOrderOptions>(a.raster);
@@ -311,7 +332,8 @@ void run_config(const BlockwiseGemmArgs& a, cudaStream_t stream) {
     if constexpr (kBias || !blockwise_group_pair_keeps_bias_nodes(kConfig))
       if (a.gx == G::kGroup1x128 && a.gw == G::kGroup1x128) return BlockwiseGemm<ElementD, kConfig, 1, 1, kBias>::run(a, stream);
   }
-  if constexpr (!kBlockwiseConfigs[kConfig].per_row_only && kBlockwiseConfigs[kConfig].tile_m % 128 == 0) {
+  if constexpr (!kBlockwiseConfigs[kConfig].per_row_only && !kBlockwiseConfigs[kConfig].clamped &&
+                kBlockwiseConfigs[kConfig].tile_m % 128 == 0) {
     if (a.gx == G::kBlock128x128 && (w_block || a.gw == G::kGroup1x128))
       return w_block ? BlockwiseGemm<ElementD, kConfig, 128, 128, kBias>::run(a, stream)
                      : BlockwiseGemm<ElementD, kConfig, 128, 1, kBias>::run(a, stream);
@@ -326,12 +348,14 @@ void run_config(const BlockwiseGemmArgs& a, cudaStream_t stream) {
 template <class ElementD, bool kBias>
 void run_for_output(const BlockwiseGemmArgs& a, int config, cudaStream_t stream) {
   // Configuration kSkinnyConfig (3) is not CUTLASS: run_blockwise_gemm sends it to run_blockwise_skinny.
-  static_assert(kBlockwiseNumConfigs == 5, "add the new configuration to this switch");
+  static_assert(kBlockwiseNumConfigs == 7, "add the new configuration to this switch");
   switch (config) {
     case 0: return run_config<ElementD, kBias, 0>(a, stream);
     case 1: return run_config<ElementD, kBias, 1>(a, stream);
     case 2: return run_config<ElementD, kBias, 2>(a, stream);
     case 4: return run_config<ElementD, kBias, 4>(a, stream);
+    case 5: return run_config<ElementD, kBias, 5>(a, stream);
+    case 6: return run_config<ElementD, kBias, 6>(a, stream);
     default: break;
   }
   detail::fail("blockwise_linear", Status::kInternal, "", detail::cat("config index ", config, " is not in the table"));
