@@ -68,12 +68,27 @@ bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count)
   return 30 * waves_192 < picked;
 }
 
+bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count) {
+  if (tile_m <= 0 || M <= tile_m) return false;  // one token tile: nothing to clamp
+  const int64_t cols = ceil_div(M, int64_t{tile_m});
+  const int64_t oob = cols * tile_m - M;  // rows of the last token tile past M
+  if (2 * oob < tile_m) return false;
+  if (10 * cols * ceil_div(N, int64_t{128}) < 9 * int64_t{sm_count}) return false;
+  return cols <= 4 || 4 * oob >= 3 * int64_t{tile_m};
+}
+
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count) {
+  using namespace blockwise_detail;
   const int config = blockwise_choose_config(M, N, K, sm_count);
   if (gx == ScaleGranularity::kPerRow && gw == ScaleGranularity::kPerRow && K > kBlockwiseShortK &&
       blockwise_per_row_wide_tile(M, N, config, sm_count))
     return kPerRowWideConfig;
-  return blockwise_config_supports(config, gx, gw) ? config : blockwise_detail::kSquare;  // serves every pair
+  const int pick = blockwise_config_supports(config, gx, gw) ? config : kSquare;  // kSquare serves every pair
+  const int clamped = pick == kSquare ? kSquareClamped : pick == kNarrow ? kNarrowClamped : -1;
+  if (clamped >= 0 && blockwise_config_supports(clamped, gx, gw) &&
+      blockwise_clamp_pays(M, N, kBlockwiseConfigs[pick].tile_m, sm_count))
+    return clamped;
+  return pick;
 }
 
 int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranularity gw, int sm_count) {

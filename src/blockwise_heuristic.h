@@ -18,6 +18,8 @@ namespace blockwise_detail {
 inline constexpr int kSquare = blockwise_named("128x128x128_c1x1_coop");     // serves every scale pair
 inline constexpr int kNarrow = blockwise_named("64x128x128_c1x1_pingpong");  // not x_scale kBlock128x128
 inline constexpr int kSquareC1x2 = blockwise_named("128x128x128_c1x2_coop");
+inline constexpr int kSquareClamped = blockwise_named("128x128x128_c1x1_coop_clamped");
+inline constexpr int kNarrowClamped = blockwise_named("64x128x128_c1x1_pingpong_clamped");
 }  // namespace blockwise_detail
 
 // Whether configuration `config` is instantiated for the scale granularities (gx, gw) — a valid
@@ -46,7 +48,19 @@ inline constexpr int64_t kMisalignedC1x2MinM = 256;
 // 1.5 % of N. Data: tune_blockwise_two_partials.jsonl (per_row x per_row).
 bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count);
 
-// The public heuristic (blockwise.h's blockwise_choose_config): the pick refined for the scale pair.
+// Whether the clamped row of a tile with tile_m token rows (128x128 or 64x128: their last token tile
+// computes tokens [M - tile_m, M), sm90_blockwise_clamped_rows.cuh) should run in place of the plain
+// one. A tile's rows past M cost more than rows inside it, but the clamped kernels are 2-4 % slower
+// on whole tiles, so the clamp pays only where most of the last token tile lies past M (at least
+// half of it), on at least ~a wave of tiles (0.9 x the SMs; fewer leave SMs idle and the partial
+// tiles off the critical path), and, beyond 4 token tiles, only where 3/4 of it does. Fitted on
+// layers of other models (tune_blockwise_clamp.txt): at 70-3000 tokens on 8 layers its picks were
+// 0.5 % slower than the faster row, geomean (16 % at worst: a 5120x5120 layer at 137 tokens, 80
+// tiles, where the clamp was 1.16x faster).
+bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count);
+
+// The public heuristic (blockwise.h's blockwise_choose_config): the pick refined for the scale pair
+// (the 128x192 tile for per-row scales, the clamped rows where blockwise_clamp_pays).
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count);
 
 // Split-K on the CUTLASS tiles: the number of K slices for `config`, or 1. At small M a narrow

@@ -20,7 +20,7 @@ std::string formatted(const kernels::BlockwiseConfig& c) {
   if (c.schedule == kernels::BlockwiseSchedule::kSkinny) return "skinny_m" + std::to_string(c.tile_m) + "_splitk";
   return std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x" + std::to_string(c.tile_k) + "_c" +
          std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n) +
-         (c.schedule == kernels::BlockwiseSchedule::kCooperative ? "_coop" : "_pingpong");
+         (c.schedule == kernels::BlockwiseSchedule::kCooperative ? "_coop" : "_pingpong") + (c.clamped ? "_clamped" : "");
 }
 
 TEST(BlockwiseTable, NamesFollowTheFormatAndLookUp) {
@@ -56,3 +56,43 @@ TEST(BlockwiseHeuristic, TakesTheSmCountItIsGiven) {
 }
 
 }  // namespace
+
+// The clamped rows run where most of the last token tile lies past M, on at least ~a wave of tiles,
+// and beyond 4 token tiles only where 3/4 of it does (blockwise_clamp_pays).
+TEST(BlockwiseHeuristic, ClampedRowsWhereTheLastTokenTileIsMostlyPastM) {
+  using kernels::blockwise_clamp_pays;
+  EXPECT_TRUE(blockwise_clamp_pays(131, 8192, 128, 132));    // 125 rows past M, 128 tiles
+  EXPECT_TRUE(blockwise_clamp_pays(192, 8192, 128, 132));    // exactly half
+  EXPECT_FALSE(blockwise_clamp_pays(193, 8192, 128, 132));
+  EXPECT_FALSE(blockwise_clamp_pays(256, 8192, 128, 132));   // whole tiles
+  EXPECT_FALSE(blockwise_clamp_pays(128, 8192, 128, 132));
+  EXPECT_FALSE(blockwise_clamp_pays(100, 8192, 128, 132));   // one token tile: nothing to clamp
+  EXPECT_FALSE(blockwise_clamp_pays(131, 4096, 128, 132));   // 64 tiles: under 0.9 of a wave
+  EXPECT_TRUE(blockwise_clamp_pays(131, 4096, 128, 64));     // ... of 64 SMs: over it
+  EXPECT_TRUE(blockwise_clamp_pays(70, 28672, 64, 132));
+  EXPECT_FALSE(blockwise_clamp_pays(100, 28672, 64, 132));   // 28 rows past M
+  EXPECT_TRUE(blockwise_clamp_pays(544, 28672, 128, 132));   // 5 token tiles, 96 rows past M
+  EXPECT_FALSE(blockwise_clamp_pays(545, 28672, 128, 132));  // 5 token tiles, 95 rows: under 3/4
+  EXPECT_TRUE(blockwise_clamp_pays(2074, 8192, 128, 132));
+  EXPECT_FALSE(blockwise_clamp_pays(1100, 8192, 128, 132));
+
+  // Through the pair-aware choice: the clamped row of the tile the wave model picks, not for x
+  // scales in 128x128 blocks, never for whole tiles.
+  const int sq = kernels::blockwise_row("128x128x128_c1x1_coop"), sq_c = kernels::blockwise_row("128x128x128_c1x1_coop_clamped");
+  const int nr = kernels::blockwise_row("64x128x128_c1x1_pingpong"), nr_c = kernels::blockwise_row("64x128x128_c1x1_pingpong_clamped");
+  EXPECT_EQ(kernels::blockwise_choose_config(131, 8192, 28672, G::kGroup1x128, G::kBlock128x128, 132), sq_c);
+  EXPECT_EQ(kernels::blockwise_choose_config(131, 8192, 28672, G::kPerRow, G::kPerRow, 132), sq_c);
+  EXPECT_EQ(kernels::blockwise_choose_config(131, 8192, 28672, G::kBlock128x128, G::kBlock128x128, 132), sq);
+  EXPECT_EQ(kernels::blockwise_choose_config(67, 8192, 28672, G::kGroup1x128, G::kBlock128x128, 132), nr_c);
+  for (int64_t M = 128; M <= 8192; M += 128)
+    for (int64_t N : {2112, 4096, 8192, 28672}) {
+      const int c = kernels::blockwise_choose_config(M, N, 4096, G::kGroup1x128, G::kBlock128x128, 132);
+      EXPECT_FALSE(kernels::kBlockwiseConfigs[c].clamped) << M << "x" << N;
+    }
+  // A clamped pick is always the clamped row of the plain pick's tile.
+  for (int64_t M = 65; M <= 3000; M += 7) {
+    const int c = kernels::blockwise_choose_config(M, 28672, 4096, G::kGroup1x128, G::kBlock128x128, 132);
+    if (c == sq_c || c == nr_c)
+      EXPECT_EQ(kernels::blockwise_choose_config(M, 28672, 4096, 132), c == sq_c ? sq : nr) << M;
+  }
+}
