@@ -73,8 +73,7 @@ bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count) {
   const int64_t cols = ceil_div(M, int64_t{tile_m});
   const int64_t oob = cols * tile_m - M;  // rows of the last token tile past M
   if (2 * oob < tile_m) return false;
-  if (10 * cols * ceil_div(N, int64_t{128}) < 9 * int64_t{sm_count}) return false;
-  return cols <= 4 || 4 * oob >= 3 * int64_t{tile_m};
+  return cols <= kBlockwiseClampMaxTokenTiles && 10 * cols * ceil_div(N, int64_t{128}) >= 9 * int64_t{sm_count};
 }
 
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count) {

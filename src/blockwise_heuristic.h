@@ -53,11 +53,14 @@ bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count)
 // one. A tile's rows past M cost more than rows inside it, but the clamped kernels are 2-4 % slower
 // on whole tiles, so the clamp pays only where most of the last token tile lies past M (at least
 // half of it), on at least ~a wave of tiles (0.9 x the SMs; fewer leave SMs idle and the partial
-// tiles off the critical path), and, beyond 4 token tiles, only where 3/4 of it does. Fitted on
-// layers of other models (tune_blockwise_clamp.txt): at 70-3000 tokens on 8 layers its picks were
-// 0.5 % slower than the faster row, geomean (16 % at worst: a 5120x5120 layer at 137 tokens, 80
-// tiles, where the clamp was 1.16x faster).
+// tiles off the critical path), and on at most 4 token tiles. Fitted on layers of other models
+// (tune_blockwise_clamp.txt): at 70-3000 tokens on 8 layers its picks were 0.6 % slower than the
+// faster row, geomean (16 % at worst: a 5120x5120 layer at 137 tokens, 80 tiles, where the clamp was
+// 1.16x faster). Beyond 4 token tiles the clamp won only at 2074-2200 tokens (1.07-1.12x on 7 of 9
+// layers) and lost 2-11 % elsewhere (the sweep at 9705831, which also took it where 3/4 of the last
+// tile lay past M: 660-12684 tokens).
 bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count);
+inline constexpr int64_t kBlockwiseClampMaxTokenTiles = 4;
 
 // The public heuristic (blockwise.h's blockwise_choose_config): the pick refined for the scale pair
 // (the 128x192 tile for per-row scales, the clamped rows where blockwise_clamp_pays).

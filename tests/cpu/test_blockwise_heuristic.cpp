@@ -58,7 +58,7 @@ TEST(BlockwiseHeuristic, TakesTheSmCountItIsGiven) {
 }  // namespace
 
 // The clamped rows run where most of the last token tile lies past M, on at least ~a wave of tiles,
-// and beyond 4 token tiles only where 3/4 of it does (blockwise_clamp_pays).
+// and on at most 4 token tiles (blockwise_clamp_pays).
 TEST(BlockwiseHeuristic, ClampedRowsWhereTheLastTokenTileIsMostlyPastM) {
   using kernels::blockwise_clamp_pays;
   EXPECT_TRUE(blockwise_clamp_pays(131, 8192, 128, 132));    // 125 rows past M, 128 tiles
@@ -71,10 +71,9 @@ TEST(BlockwiseHeuristic, ClampedRowsWhereTheLastTokenTileIsMostlyPastM) {
   EXPECT_TRUE(blockwise_clamp_pays(131, 4096, 128, 64));     // ... of 64 SMs: over it
   EXPECT_TRUE(blockwise_clamp_pays(70, 28672, 64, 132));
   EXPECT_FALSE(blockwise_clamp_pays(100, 28672, 64, 132));   // 28 rows past M
-  EXPECT_TRUE(blockwise_clamp_pays(544, 28672, 128, 132));   // 5 token tiles, 96 rows past M
-  EXPECT_FALSE(blockwise_clamp_pays(545, 28672, 128, 132));  // 5 token tiles, 95 rows: under 3/4
-  EXPECT_TRUE(blockwise_clamp_pays(2074, 8192, 128, 132));
-  EXPECT_FALSE(blockwise_clamp_pays(1100, 8192, 128, 132));
+  EXPECT_TRUE(blockwise_clamp_pays(390, 28672, 128, 132));   // 4 token tiles, 122 rows past M
+  EXPECT_FALSE(blockwise_clamp_pays(514, 28672, 128, 132));  // 5 token tiles
+  EXPECT_FALSE(blockwise_clamp_pays(2074, 8192, 128, 132));
 
   // Through the pair-aware choice: the clamped row of the tile the wave model picks, not for x
   // scales in 128x128 blocks, never for whole tiles.
