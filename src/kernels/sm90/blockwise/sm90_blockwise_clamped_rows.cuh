@@ -2,7 +2,7 @@
 //
 // A tile whose rows run past M reads out-of-bounds rows of X's TMA box, and each costs more than a
 // valid row: one configuration took 152.3 us at 131 tokens and 91.4 at 231 on the same tiles
-// (blockwise_sweep.json, l3-70b.down), as in the sparse and W4A4 kernels. Here every tile from the
+// (l3-70b.down, the sweep at 50ca75c), as in the sparse and W4A4 kernels. Here every tile from the
 // last token row on computes tokens [M - TM, M), a whole in-bounds tile, like the swapped GEMMs'
 // clamped token column (common/clamped_token_column.cuh, whose epilogue wrapper serves this GEMM
 // with kTokenMode = 0). The rows two tiles compute get the same operands, tile shape and K order,
