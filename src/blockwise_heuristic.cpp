@@ -82,7 +82,12 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
   if (gx == ScaleGranularity::kPerRow && gw == ScaleGranularity::kPerRow && K > kBlockwiseShortK &&
       blockwise_per_row_wide_tile(M, N, config, sm_count))
     return kPerRowWideConfig;
-  const int pick = blockwise_config_supports(config, gx, gw) ? config : kSquare;  // kSquare serves every pair
+  int pick = blockwise_config_supports(config, gx, gw) ? config : kSquare;  // kSquare serves every pair
+  // One 128-row tile mostly past M: two 64-row tiles, the second clamped, where that pays (the wave
+  // model does not know the clamp; on the fit layers 1.05-1.27x faster at 70 and 90 tokens).
+  if (pick == kSquare && M < 128 && blockwise_config_supports(kNarrowClamped, gx, gw) &&
+      blockwise_clamp_pays(M, N, kBlockwiseConfigs[kNarrow].tile_m, sm_count))
+    pick = kNarrow;
   const int clamped = pick == kSquare ? kSquareClamped : pick == kNarrow ? kNarrowClamped : -1;
   if (clamped >= 0 && blockwise_config_supports(clamped, gx, gw) &&
       blockwise_clamp_pays(M, N, kBlockwiseConfigs[pick].tile_m, sm_count))
