@@ -63,7 +63,8 @@ bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count);
 inline constexpr int64_t kBlockwiseClampMaxTokenTiles = 4;
 
 // The public heuristic (blockwise.h's blockwise_choose_config): the pick refined for the scale pair
-// (the 128x192 tile for per-row scales, the clamped rows where blockwise_clamp_pays).
+// (the 128x192 tile for per-row scales, the clamped rows where blockwise_clamp_pays; below 128
+// tokens two clamped 64-row tiles in place of one 128-row tile mostly past M).
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count);
 
 // Split-K on the CUTLASS tiles: the number of K slices for `config`, or 1. At small M a narrow

@@ -76,7 +76,8 @@ bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity 
 // The configuration blockwise_linear runs without a workspace when options.config == -1: the pure
 // heuristic's pick (per_row x per_row may take the 128x192 tile where its waves come out fewer,
 // except at K <= 512), or the 128x128 tile where that pick cannot serve the scale granularities;
-// the clamped row of that tile where most of the last token tile would lie past M.
+// the clamped row of that tile (below 128 tokens possibly of the 64-row tile in place of the
+// 128-row one) where most of the last token tile would lie past M.
 // sm_count > 0 (kInvalidArgument otherwise).
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                             int sm_count);
