@@ -237,7 +237,7 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   a.device = dev.device;
   a.sm_count = dev.sm_count;
   a.skinny_cluster = options.skinny_cluster;
-  const kernels::TileOrder order = kernels::blockwise_tile_order(M, N);
+  const kernels::TileOrder order = kernels::blockwise_tile_order(M, N, plan.config);
   a.swizzle = order.swizzle;
   a.raster = order.raster;
   if (plan.split_k == 1) return kernels::run_blockwise_gemm(a, plan.config, stream);

@@ -113,7 +113,11 @@ int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranular
   return best;
 }
 
-TileOrder blockwise_tile_order(int64_t M, int64_t N) { return M >= 2048 && N >= 4096 ? TileOrder{4, 1} : TileOrder{}; }
+TileOrder blockwise_tile_order(int64_t M, int64_t N, int config) {
+  using namespace blockwise_detail;
+  if (config == kNarrow || config == kNarrowClamped) return TileOrder{1, 1};
+  return M >= 2048 && N >= 4096 ? TileOrder{4, 1} : TileOrder{};
+}
 
 BlockwiseChoice blockwise_choose(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int config,
                                  int split_k, int sm_count, bool with_workspace) {

@@ -74,9 +74,14 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
 // scales), K >= 4096, at least 8 groups per slice and one wave. Data: tune_blockwise_splitk*.jsonl.
 int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranularity gw, int sm_count);
 
-// CUTLASS's tile order: bands of 4 tiles rastered along M from M = 2048 on weights of at least 4096
-// rows; CUTLASS's default elsewhere, where the swizzle measured slower. Data: tune_tile_order.txt.
-TileOrder blockwise_tile_order(int64_t M, int64_t N);
+// CUTLASS's tile order for `config`: bands of 4 tiles rastered along M from M = 2048 on weights of at
+// least 4096 rows; CUTLASS's default elsewhere, where the swizzle measured slower (tune_tile_order.txt);
+// but the 64-row ping-pong tiles always along M. CUTLASS's default rasters along N where the token
+// tiles outnumber the weight tiles, and there the ping-pong tile took up to 1.3x the time of the
+// 128-row tile at the same waves (64 rows x 13-18 weight tiles: 2112x7168 at 1287 tokens 61.7 µs
+// along N, 48.3 along M; 1536-3072 x 4096: 28.0-28.9 µs along M on every shape against 28.2-36.5;
+// tune_blockwise_pingpong_order.txt).
+TileOrder blockwise_tile_order(int64_t M, int64_t N, int config);
 
 // The heuristic's part of a plan: the configuration and the number of K slices for the options
 // (config: -1 or forced; split_k: 0 library, 1 none, >= 2 forced). with_workspace: the caller gives

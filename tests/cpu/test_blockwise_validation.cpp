@@ -556,19 +556,30 @@ TEST(BlockwiseHeuristic, ShortKUsesThePingPongTile) {
 }
 
 // CUTLASS's tile order: swizzled bands along M from M = 2048 on weights of 4096 rows or more,
-// CUTLASS's default otherwise (measured: the 2112-row weight ran slower with it).
+// CUTLASS's default otherwise (measured: the 2112-row weight ran slower with it); the 64-row
+// ping-pong tiles (plain and clamped) along M at every shape.
 TEST(BlockwiseHeuristic, TileOrder) {
-  for (int64_t N : {4096, 7168, 57344}) {
-    for (int64_t M : {1, 64, 1024, 2047}) {
-      EXPECT_EQ(kernels::blockwise_tile_order(M, N).swizzle, 1) << M << "x" << N;
-      EXPECT_EQ(kernels::blockwise_tile_order(M, N).raster, 0) << M << "x" << N;
+  const int sq = blockwise_config_index("128x128x128_c1x1_coop"), c12 = blockwise_config_index("128x128x128_c1x2_coop");
+  for (int config : {sq, c12}) {
+    for (int64_t N : {4096, 7168, 57344}) {
+      for (int64_t M : {1, 64, 1024, 2047}) {
+        EXPECT_EQ(kernels::blockwise_tile_order(M, N, config).swizzle, 1) << M << "x" << N;
+        EXPECT_EQ(kernels::blockwise_tile_order(M, N, config).raster, 0) << M << "x" << N;
+      }
+      for (int64_t M : {2048, 4096, 1 << 20}) {
+        EXPECT_EQ(kernels::blockwise_tile_order(M, N, config).swizzle, 4) << M << "x" << N;
+        EXPECT_EQ(kernels::blockwise_tile_order(M, N, config).raster, 1) << M << "x" << N;
+      }
     }
-    for (int64_t M : {2048, 4096, 1 << 20}) {
-      EXPECT_EQ(kernels::blockwise_tile_order(M, N).swizzle, 4) << M << "x" << N;
-      EXPECT_EQ(kernels::blockwise_tile_order(M, N).raster, 1) << M << "x" << N;
-    }
+    for (int64_t N : {8, 2112, 4095}) EXPECT_EQ(kernels::blockwise_tile_order(16384, N, config).swizzle, 1) << N;
   }
-  for (int64_t N : {8, 2112, 4095}) EXPECT_EQ(kernels::blockwise_tile_order(16384, N).swizzle, 1) << N;
+  for (const char* name : {"64x128x128_c1x1_pingpong", "64x128x128_c1x1_pingpong_clamped"})
+    for (int64_t M : {1, 100, 1287, 4096})
+      for (int64_t N : {1536, 2112, 4096, 57344}) {
+        const kernels::TileOrder o = kernels::blockwise_tile_order(M, N, blockwise_config_index(name));
+        EXPECT_EQ(o.swizzle, 1) << name << " " << M << "x" << N;
+        EXPECT_EQ(o.raster, 1) << name << " " << M << "x" << N << ": along M";
+      }
 }
 
 // Split-K (given a workspace): only the CUTLASS tiles, only where one CTA per tile streams the
