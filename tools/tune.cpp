@@ -171,14 +171,25 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   } else {
     for (int i = 0; i < (clusters ? 4 : blockwise_num_configs()); ++i) items.push_back({clusters ? skinny : i, 0});
   }
+  // A split the library refuses for this shape (e.g. one that does not divide the K groups) is
+  // reported and left out; the other items still run.
   size_t ws_bytes = 0;
-  for (const Item& it : items)
+  std::vector<Item> runnable;
+  for (const Item& it : items) {
     if (it.split > 1) {
       BlockwiseOptions o;
       o.config = it.config;
       o.split_k = it.split;
-      ws_bytes = std::max(ws_bytes, blockwise_linear_workspace_bytes(M, N, K, gx, gw, o, sm_count));
+      try {
+        ws_bytes = std::max(ws_bytes, blockwise_linear_workspace_bytes(M, N, K, gx, gw, o, sm_count));
+      } catch (const Error& e) {
+        std::printf("  skipped %s_splitk%d: %s\n", blockwise_config_name(it.config).c_str(), it.split, e.what());
+        continue;
+      }
     }
+    runnable.push_back(it);
+  }
+  items.swap(runnable);
   DeviceBuffer ws(std::max<size_t>(ws_bytes, 16));
   // The heuristic's line: its configuration (with --split-k: what it runs given a workspace).
   const LinearPlan plan = blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, sm_count);
