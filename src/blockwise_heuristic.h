@@ -76,11 +76,9 @@ int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranular
 
 // CUTLASS's tile order for `config`: bands of 4 tiles rastered along M from M = 2048 on weights of at
 // least 4096 rows; CUTLASS's default elsewhere, where the swizzle measured slower (tune_tile_order.txt);
-// but the 64-row ping-pong tiles always along M. CUTLASS's default rasters along N where the token
-// tiles outnumber the weight tiles, and there the ping-pong tile took up to 1.3x the time of the
-// 128-row tile at the same waves (64 rows x 13-18 weight tiles: 2112x7168 at 1287 tokens 61.7 µs
-// along N, 48.3 along M; 1536-3072 x 4096: 28.0-28.9 µs along M on every shape against 28.2-36.5;
-// tune_blockwise_pingpong_order.txt).
+// but the 64-row ping-pong tiles always along M: where CUTLASS's default rasters along N (token tiles
+// outnumbering weight tiles) the ping-pong schedule ran up to 1.3x slower, along M never
+// (tune_blockwise_pingpong_order.txt).
 TileOrder blockwise_tile_order(int64_t M, int64_t N, int config);
 
 // The heuristic's part of a plan: the configuration and the number of K slices for the options
