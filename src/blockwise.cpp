@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 #include "blockwise_heuristic.h"
 #include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
@@ -106,13 +107,21 @@ void check_problem(const char* fn, int64_t M, int64_t N, int64_t K, G gx, G gw, 
   }
 }
 
+// The row strides the plan functions take: 0 (K, packed) or a stride blockwise_linear accepts.
+void check_plan_ld(const char* fn, int64_t K, int64_t ld_x, int64_t ld_w) {
+  for (const auto& [name, ld] : {std::pair<const char*, int64_t>{"ld_x", ld_x}, {"ld_w", ld_w}})
+    if (ld != 0 && (ld < K || ld % 16 != 0))
+      detail::fail(fn, Status::kInvalidArgument, name,
+                   detail::cat(name, "=", ld, " must be 0 (packed rows) or >= K=", K, " and a multiple of 16"));
+}
+
 // THE plan (include/qsgemm/linear.h): what blockwise_plan publishes and blockwise_linear runs, with
 // or without a workspace. The arguments are checked (check_problem), sm_count > 0. A forced split
 // where the heuristic chose the skinny kernel is an error here, for every entry point.
 LinearPlan make_plan(const char* fn, int64_t M, int64_t N, int64_t K, G gx, G gw, const BlockwiseOptions& o, int sm_count,
-                     bool with_workspace) {
-  const kernels::BlockwiseChoice c =
-      kernels::blockwise_choose(std::max<int64_t>(M, 1), N, K, gx, gw, o.config, o.split_k, sm_count, with_workspace);
+                     bool with_workspace, int64_t ld_x, int64_t ld_w) {
+  const kernels::BlockwiseChoice c = kernels::blockwise_choose(std::max<int64_t>(M, 1), N, K, gx, gw, o.config,
+                                                               o.split_k, sm_count, with_workspace, ld_x, ld_w);
   if (o.split_k >= 2 && c.config == kernels::kSkinnyConfig)
     detail::fail(fn, Status::kInvalidArgument, "options.split_k",
                  detail::cat("split_k=", o.split_k, " applies to the CUTLASS configurations; for M=", M,
@@ -209,7 +218,7 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   // ---- device and plan -------------------------------------------------------------------------------
   const detail::LaunchDevice dev = detail::launch_device(fn, stream);
   const LinearPlan plan = detail::select_plan(
-      fn, options, M, N, K, [&](bool with_ws) { return make_plan(fn, M, N, K, gx, gw, options, dev.sm_count, with_ws); },
+      fn, options, M, N, K, [&](bool with_ws) { return make_plan(fn, M, N, K, gx, gw, options, dev.sm_count, with_ws, x.ld, w.ld); },
       describe);
 
   kernels::BlockwiseGemmArgs a;
@@ -272,25 +281,29 @@ bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity 
 }
 
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
-                            int sm_count) {
+                            int sm_count, int64_t ld_x, int64_t ld_w) {
   if (sm_count <= 0)
     detail::fail("blockwise_choose_config", Status::kInvalidArgument, "sm_count",
                  detail::cat("sm_count=", sm_count, " must be positive"));
-  return kernels::blockwise_choose_config(M, N, K, gx, gw, sm_count);
+  check_plan_ld("blockwise_choose_config", K, ld_x, ld_w);
+  return kernels::blockwise_choose_config(M, N, K, gx, gw, sm_count, ld_x, ld_w);
 }
 
 LinearPlan blockwise_plan(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
-                          const BlockwiseOptions& options, int sm_count) {
+                          const BlockwiseOptions& options, int sm_count, int64_t ld_x, int64_t ld_w) {
   const char* fn = "blockwise_plan";
   check_problem(fn, M, N, K, gx, gw, options);
-  return make_plan(fn, M, N, K, gx, gw, options, detail::resolve_sm_count(fn, sm_count), true);
+  check_plan_ld(fn, K, ld_x, ld_w);
+  return make_plan(fn, M, N, K, gx, gw, options, detail::resolve_sm_count(fn, sm_count), true, ld_x, ld_w);
 }
 
 size_t blockwise_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
-                                        const BlockwiseOptions& options, int sm_count) {
+                                        const BlockwiseOptions& options, int sm_count, int64_t ld_x, int64_t ld_w) {
   const char* fn = "blockwise_linear_workspace_bytes";
   check_problem(fn, M, N, K, gx, gw, options);
-  return make_plan(fn, M, N, K, gx, gw, options, detail::resolve_sm_count(fn, sm_count), true).workspace_bytes;
+  check_plan_ld(fn, K, ld_x, ld_w);
+  return make_plan(fn, M, N, K, gx, gw, options, detail::resolve_sm_count(fn, sm_count), true, ld_x, ld_w)
+      .workspace_bytes;
 }
 
 }  // namespace qsgemm

@@ -25,7 +25,7 @@ bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity
   return true;
 }
 
-int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
+int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, int64_t ld_x, int64_t ld_w) {
   using namespace blockwise_detail;
   const int64_t sms = sm_count;
   const int64_t n_tiles = ceil_div(N, 128);
@@ -38,12 +38,12 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count) {
   if (M <= 16 && K >= 4096 && n_tiles <= sms / 2) return kSkinnyConfig;
   if (M <= kSkinnyMaxM && K >= 4096 && n_tiles <= sms / 6) return kSkinnyConfig;
   if (K <= kBlockwiseShortK) return kNarrow;
-  // K % 128 != 0: a packed row starts off a 128-byte line, so every TMA row of a tile spans two
-  // lines. There the 1x2 cluster (W's tiles multicast) measured 1.27-1.31x faster than the 1x1 tile
-  // and 1.77-1.94x faster than the 64-row ping-pong tile (M = 1024 and 4096, K = 4112,
-  // bench/results/h200/tuning/partialk_ld_align.txt). Rows padded to 128 bytes run as fast as
-  // K = 4224 with any tile; the heuristic sees K only, so it assumes packed rows.
-  if (K % kScaleGroupK != 0 && M > kMisalignedC1x2MinM) return kSquareC1x2;
+  // Rows off 128-byte lines (K % 128 != 0 packed): every TMA row of a tile spans two lines. There
+  // the 1x2 cluster (W's tiles multicast) measured 1.27-1.31x faster than the 1x1 tile and
+  // 1.77-1.94x faster than the 64-row ping-pong tile (M = 1024 and 4096, K = 4112,
+  // bench/results/h200/tuning/partialk_ld_align.txt). Rows padded to 128 bytes (fp8_row_ld) run as
+  // fast as K = 4224 with any tile, so they take the wave model like any K.
+  if (!blockwise_rows_on_lines(K, ld_x, ld_w) && M > kMisalignedC1x2MinM) return kSquareC1x2;
   const int64_t waves_128 = ceil_div(ceil_div(M, 128) * n_tiles, sms);
   const int64_t waves_64 = ceil_div(ceil_div(M, 64) * n_tiles, sms);
   // Time per SM in units of one 64-row tile: a 128-row tile is two; a 64-row tile also reloads its
@@ -76,9 +76,10 @@ bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count) {
   return cols <= kBlockwiseClampMaxTokenTiles && 10 * cols * ceil_div(N, int64_t{128}) >= 9 * int64_t{sm_count};
 }
 
-int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count) {
+int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count,
+                            int64_t ld_x, int64_t ld_w) {
   using namespace blockwise_detail;
-  const int config = blockwise_choose_config(M, N, K, sm_count);
+  const int config = blockwise_choose_config(M, N, K, sm_count, ld_x, ld_w);
   if (gx == ScaleGranularity::kPerRow && gw == ScaleGranularity::kPerRow && K > kBlockwiseShortK &&
       blockwise_per_row_wide_tile(M, N, config, sm_count))
     return kPerRowWideConfig;
@@ -120,10 +121,10 @@ TileOrder blockwise_tile_order(int64_t M, int64_t N, int config) {
 }
 
 BlockwiseChoice blockwise_choose(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int config,
-                                 int split_k, int sm_count, bool with_workspace) {
+                                 int split_k, int sm_count, bool with_workspace, int64_t ld_x, int64_t ld_w) {
   using namespace blockwise_detail;
   BlockwiseChoice plan;
-  plan.config = config >= 0 ? config : blockwise_choose_config(M, N, K, gx, gw, sm_count);
+  plan.config = config >= 0 ? config : blockwise_choose_config(M, N, K, gx, gw, sm_count, ld_x, ld_w);
   if (split_k >= 1) {  // forced (or none); the caller rejects a forced split of the skinny kernel
     plan.split_k = plan.config == kSkinnyConfig ? 1 : split_k;
     return plan;

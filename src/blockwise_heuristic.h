@@ -26,20 +26,27 @@ inline constexpr int kNarrowClamped = blockwise_named("64x128x128_c1x1_pingpong_
 // pair of include/qsgemm/blockwise.h. A 128-row scale block must cover whole tiles along M.
 bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity gw);
 
+// Whether every row of x (row stride ld_x elements) and w (ld_w) starts on a 128-byte line, for
+// bases on such a line (cudaMalloc's are). ld 0 stands for K: packed rows, on lines iff K % 128 == 0.
+constexpr bool blockwise_rows_on_lines(int64_t K, int64_t ld_x, int64_t ld_w) {
+  return (ld_x > 0 ? ld_x : K) % 128 == 0 && (ld_w > 0 ? ld_w : K) % 128 == 0;
+}
+
 // The configuration for Y[M,N] = X[M,K]·W[N,K]ᵀ, before the scale granularities are looked at:
 //  * decode sizes take the split-K skinny kernel where the 64-row tile would leave most SMs idle
 //    (it streams W from every SM; tune_skinny.jsonl, tune_blockwise_decode.jsonl);
 //  * short K (<= 512) the 64x128 ping-pong tile, which hides one warp group's epilogue under the
 //    other's MMAs (tune_blockwise_k512.txt);
-//  * K % 128 != 0 (packed rows off 128-byte lines) above kMisalignedC1x2MinM tokens: the 1x2 cluster
-//    (partialk_ld_align.txt);
+//  * rows off 128-byte lines (blockwise_rows_on_lines false: K % 128 != 0 packed, or an odd ld)
+//    above kMisalignedC1x2MinM tokens: the 1x2 cluster (partialk_ld_align.txt);
 //  * otherwise a wave model: 64-row tiles where 128-row tiles quantize badly onto the SMs, the 1x2
 //    cluster on large weights from M = 4096 (tune_blockwise_two_partials.jsonl), else 128x128.
-int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count);
+// ld_x, ld_w: the operands' row strides (0: K).
+int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, int64_t ld_x = 0, int64_t ld_w = 0);
 // K up to which blockwise_choose_config takes the 64x128 ping-pong tile above the decode sizes.
 inline constexpr int64_t kBlockwiseShortK = 512;
-// M above which a K that is not a multiple of 128 takes the 1x2 cluster (below: two 128-row tiles
-// or fewer, where the ping-pong tile's extra CTAs were not measured against it).
+// M above which rows off 128-byte lines take the 1x2 cluster (below: two 128-row tiles or fewer,
+// where the ping-pong tile's extra CTAs were not measured against it).
 inline constexpr int64_t kMisalignedC1x2MinM = 256;
 
 // Per-row scales: whether the 128x192 tile (kPerRowWideConfig) should replace `config`
@@ -65,7 +72,8 @@ inline constexpr int64_t kBlockwiseClampMaxTokenTiles = 4;
 // The public heuristic (blockwise.h's blockwise_choose_config): the pick refined for the scale pair
 // (the 128x192 tile for per-row scales, the clamped rows where blockwise_clamp_pays; below 128
 // tokens two clamped 64-row tiles in place of one 128-row tile mostly past M).
-int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count);
+int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count,
+                            int64_t ld_x = 0, int64_t ld_w = 0);
 
 // Split-K on the CUTLASS tiles: the number of K slices for `config`, or 1. At small M a narrow
 // weight gives few tiles and each busy SM streams its W tile far below DRAM speed; cutting K into S
@@ -91,7 +99,8 @@ struct BlockwiseChoice {
   int split_k = 1;
 };
 BlockwiseChoice blockwise_choose(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
-                                 int config, int split_k, int sm_count, bool with_workspace);
+                                 int config, int split_k, int sm_count, bool with_workspace, int64_t ld_x = 0,
+                                 int64_t ld_w = 0);
 
 // ---- the skinny kernel's grid (sm90_blockwise_skinny.cu) ------------------------------------------
 // Per token-tile count T (1, 2 or 4): m16 tiles per warp (MT), ring stages (S) and the CTAs an SM

@@ -129,7 +129,7 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   fill_f32(sx.as<float>(), static_cast<size_t>(nsx), 3, 0.01f, 0.02f, stream);
   fill_f32(sw.as<float>(), static_cast<size_t>(nsw), 4, 0.01f, 0.02f, stream);
   Timer timer(stream);
-  const int chosen = blockwise_choose_config(M, N, K, gx, gw, sm_count);
+  const int chosen = blockwise_choose_config(M, N, K, gx, gw, sm_count, ld, ld);
   std::printf("tune blockwise M=%lld N=%lld K=%lld ld=%lld x_scale=%s w_scale=%s\n", static_cast<long long>(M),
               static_cast<long long>(N), static_cast<long long>(K), static_cast<long long>(ld), granularity_name(gx),
               granularity_name(gw));

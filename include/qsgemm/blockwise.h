@@ -78,9 +78,11 @@ bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity 
 // except at K <= 512), or the 128x128 tile where that pick cannot serve the scale granularities;
 // the clamped row of that tile (below 128 tokens possibly of the 64-row tile in place of the
 // 128-row one) where most of the last token tile would lie past M.
-// sm_count > 0 (kInvalidArgument otherwise).
+// sm_count > 0 (kInvalidArgument otherwise). ld_x, ld_w: the row strides of x and w that
+// blockwise_linear will get (0: K, packed rows); rows off 128-byte lines take another tile from 257
+// tokens (see x below).
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
-                            int sm_count);
+                            int sm_count, int64_t ld_x = 0, int64_t ld_w = 0);
 
 // The plan (qsgemm/linear.h) blockwise_linear runs given a workspace of at least
 // plan.workspace_bytes: the configuration, the K slices (1: no split) and split_k * M * N * 4 bytes
@@ -90,17 +92,20 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
 // with `sm_count` SMs (0: the current device's; kUnsupported when there is none); the rule is in
 // src/blockwise_heuristic.h. kInvalidArgument for a bad shape (M < 0, N or K <= 0, any of them
 // >= 2^31), config index, skinny_cluster or split_k (a forced split of the skinny kernel included),
-// as blockwise_linear would.
+// as blockwise_linear would. ld_x, ld_w as for blockwise_choose_config (0: K).
 LinearPlan blockwise_plan(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
-                          const BlockwiseOptions& options, int sm_count = 0);
+                          const BlockwiseOptions& options, int sm_count = 0, int64_t ld_x = 0, int64_t ld_w = 0);
 // blockwise_plan(...).workspace_bytes.
 size_t blockwise_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
-                                        const BlockwiseOptions& options, int sm_count = 0);
+                                        const BlockwiseOptions& options, int sm_count = 0, int64_t ld_x = 0,
+                                        int64_t ld_w = 0);
 
 //   x: e4m3 [M,K] row-major, ld % 16 == 0, 16-byte aligned.   w: e4m3 [N,K], same rules.
-//      Fastest with ld % 128 == 0: rows that start off a 128-byte line cost every tile's loads a
-//      second line (K = 4112 packed: 126.5 us on the heuristic's 1x2 cluster, 165.6 on the 1x1 tile;
-//      the same K with ld = 4224: 114.0 us, as fast as K = 4224; M = N = 4096 on the H200).
+//      Fastest with rows on 128-byte lines: ld % 128 == 0 and 128-byte aligned bases; give an
+//      operand whose K % 128 != 0 the stride fp8_row_ld(K) (qsgemm/quant.h). Rows off the lines
+//      cost every tile's loads a second line (K = 4112 packed: 126.5 us on the 1x2 cluster the
+//      heuristic takes there, 165.6 on the 1x1 tile; ld = 4224: 114.0 us, as fast as K = 4224;
+//      M = N = 4096 on the H200).
 //   x_scale, w_scale: float, device memory, 4-byte aligned, non-null when M > 0 (layouts above).
 //   bias: optional: size 0 = none; otherwise [N] (size N, non-null data), fp32 or the output dtype,
 //      base 16-byte aligned (the same rule as sparse24_linear's bias). Calls without a bias run

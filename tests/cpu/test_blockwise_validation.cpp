@@ -537,6 +537,43 @@ TEST(BlockwiseHeuristic, MisalignedRowsTakeTheClusterPair) {
     EXPECT_EQ(qsgemm::blockwise_choose_config(1024, 4096, 4112, g, G::kBlock128x128, 132), 2);
 }
 
+// The rule looks at the row strides, not K: rows padded to 128 bytes (fp8_row_ld, what the Python
+// package's quantizers write) take the wave model like K = 4096 (1x1 and 1x2 tied there, the 1x1
+// 2 % ahead at M = 1024: tuning/partialk_ld_align.txt), and an odd stride with K % 128 == 0 is off
+// the lines as well.
+TEST(BlockwiseHeuristic, PaddedRowsTakeTheWaveModel) {
+  EXPECT_EQ(fp8_row_ld(4096), 4096);
+  EXPECT_EQ(fp8_row_ld(4112), 4224);
+  EXPECT_EQ(fp8_row_ld(14352), 14464);
+  EXPECT_EQ(fp8_row_ld(16), 128);
+  for (int64_t K : {4112, 14352, 7200})
+    for (int64_t M : {257, 288, 600, 1024, 4096, 16384})
+      for (int64_t N : {2112, 4096, 7168}) {
+        const int64_t ld = fp8_row_ld(K);
+        const int64_t K128 = K - K % 128;
+        for (G g : {G::kGroup1x128, G::kBlock128x128}) {
+          EXPECT_EQ(qsgemm::blockwise_choose_config(M, N, K, g, G::kBlock128x128, 132, ld, ld),
+                    qsgemm::blockwise_choose_config(M, N, K128, g, G::kBlock128x128, 132))
+              << M << "x" << N << "x" << K;
+          // One operand off the lines is enough for the cluster pair.
+          EXPECT_EQ(qsgemm::blockwise_choose_config(M, N, K, g, G::kBlock128x128, 132, ld, 0), 2);
+          EXPECT_EQ(qsgemm::blockwise_choose_config(M, N, K, g, G::kBlock128x128, 132, 0, ld), 2);
+        }
+        EXPECT_EQ(blockwise_choose_config(M, N, K128, 132, K128 + 16, K128), 2) << M << "x" << N << "x" << K128;
+      }
+  // The plan functions take the same strides and reject one blockwise_linear would reject.
+  BlockwiseOptions o;
+  EXPECT_EQ(blockwise_plan(1024, 4096, 4112, G::kGroup1x128, G::kBlock128x128, o, 132, 4224, 4224).config,
+            blockwise_plan(1024, 4096, 4096, G::kGroup1x128, G::kBlock128x128, o, 132).config);
+  EXPECT_EQ(blockwise_plan(1024, 4096, 4112, G::kGroup1x128, G::kBlock128x128, o, 132).config, 2);
+  expect_error([&] { blockwise_plan(1024, 4096, 4112, G::kGroup1x128, G::kBlock128x128, o, 132, 4100, 0); },
+               Status::kInvalidArgument, "ld_x=4100 must be 0 (packed rows) or >= K=4112", "ld_x");
+  expect_error([&] { blockwise_linear_workspace_bytes(64, 4096, 4112, G::kGroup1x128, G::kBlock128x128, o, 132, 0, 4120); },
+               Status::kInvalidArgument, "ld_w=4120", "ld_w");
+  expect_error([&] { qsgemm::blockwise_choose_config(64, 4096, 4112, G::kGroup1x128, G::kBlock128x128, 132, -16, 0); },
+               Status::kInvalidArgument, "ld_x=-16", "ld_x");
+}
+
 // K <= 512 (four K tiles or fewer): the 64x128 ping-pong tile above the decode sizes, for every pair
 // it serves and instead of the per-row 128x192 tile; the 128-row scale blocks fall back to the
 // 128x128 tile (measured: bench/results/h200/tuning/tune_blockwise_k512.txt).

@@ -479,6 +479,34 @@ TEST_F(BlockwiseGpu, LeadingDimensions) {
     }
 }
 
+// A partial last K group with rows padded to 128 bytes (fp8_row_ld, the Python quantizers' layout):
+// blockwise_linear's own choice, which for these rows is the wave model's tile (clamped where the
+// last token tile is mostly past M) rather than the 1x2 cluster that packed rows take.
+TEST_F(BlockwiseGpu, PaddedPartialKRowsByHeuristic) {
+  std::mt19937 rng(851);
+  const int c1x2 = blockwise_config_index("128x128x128_c1x2_coop");
+  const int sms = test::device_sm_count();
+  size_t i = 0;
+  for (const auto& [gx, gw] : kPairs)
+    for (int64_t M : {int64_t{300}, int64_t{1000}}) {
+      Case c;
+      c.M = M;
+      c.N = i % 2 ? 264 : 1032;
+      c.K = 4112;
+      c.gx = gx;
+      c.gw = gw;
+      c.out = i % 2 ? DType::kBF16 : DType::kF32;
+      c.bias = BiasKind::kF32;
+      c.pad_x = c.pad_w = fp8_row_ld(c.K) - c.K;
+      const int64_t ld = c.K + c.pad_x;
+      EXPECT_EQ(blockwise_choose_config(M, c.N, c.K, gx, gw, sms), c1x2);
+      EXPECT_NE(blockwise_choose_config(M, c.N, c.K, gx, gw, sms, ld, ld), c1x2);
+      ++i;
+      run_case(c, rng, stream_);
+      if (HasFatalFailure()) return;
+    }
+}
+
 // K below one group (a single partial K tile: TMA zero-fills the rest of the 128-wide tile).
 TEST_F(BlockwiseGpu, KBelowOneGroup) {
   std::mt19937 rng(801);
