@@ -72,8 +72,10 @@ bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count) {
   if (tile_m <= 0 || M <= tile_m) return false;  // one token tile: nothing to clamp
   const int64_t cols = ceil_div(M, int64_t{tile_m});
   const int64_t oob = cols * tile_m - M;  // rows of the last token tile past M
-  if (2 * oob < tile_m) return false;
-  return cols <= kBlockwiseClampMaxTokenTiles && 10 * cols * ceil_div(N, int64_t{128}) >= 9 * int64_t{sm_count};
+  if (2 * oob < tile_m || cols > kBlockwiseClampMaxTokenTiles) return false;
+  const int64_t tiles10 = 10 * cols * ceil_div(N, int64_t{128});
+  // Two 128-row token tiles from 0.8 of a wave (tune_blockwise_subwave_clamp.txt).
+  return tiles10 >= 9 * int64_t{sm_count} || (cols == 2 && tile_m == 128 && tiles10 >= 8 * int64_t{sm_count});
 }
 
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count,
@@ -85,9 +87,13 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
     return kPerRowWideConfig;
   int pick = blockwise_config_supports(config, gx, gw) ? config : kSquare;  // kSquare serves every pair
   // One 128-row tile mostly past M: two 64-row tiles, the second clamped, where that pays (the wave
-  // model does not know the clamp; on the fit layers 1.05-1.27x faster at 70 and 90 tokens).
+  // model does not know the clamp; on the fit layers 1.05-1.27x faster at 70 and 90 tokens). Not
+  // where the 128-row tiles fit in one wave and at most 47 of their rows lie past M: the 64-row
+  // tiles then need two waves, and one ping-pong CTA runs its two tiles' K loops one after the
+  // other (10240x8192 at 96 tokens: 37.7 us against 32.0; tune_blockwise_subwave_clamp.txt).
+  const bool one_wave_128 = ceil_div(N, int64_t{128}) <= sm_count;
   if (pick == kSquare && M < 128 && blockwise_config_supports(kNarrowClamped, gx, gw) &&
-      blockwise_clamp_pays(M, N, kBlockwiseConfigs[kNarrow].tile_m, sm_count))
+      blockwise_clamp_pays(M, N, kBlockwiseConfigs[kNarrow].tile_m, sm_count) && !(one_wave_128 && 128 - M < 48))
     pick = kNarrow;
   const int clamped = pick == kSquare ? kSquareClamped : pick == kNarrow ? kNarrowClamped : -1;
   if (clamped >= 0 && blockwise_config_supports(clamped, gx, gw) &&

@@ -65,7 +65,9 @@ bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count)
 // faster row, geomean (16 % at worst: a 5120x5120 layer at 137 tokens, 80 tiles, where the clamp was
 // 1.16x faster). Beyond 4 token tiles the clamp won only at 2074-2200 tokens (1.07-1.12x on 7 of 9
 // layers) and lost 2-11 % elsewhere (the sweep at 9705831, which also took it where 3/4 of the last
-// tile lay past M: 660-12684 tokens).
+// tile lay past M: 660-12684 tokens). Two 128-row token tiles clamp from 0.8 of a wave: on
+// 6912-7168-row weights (54-56 tiles, 0.82-0.85 waves) at 140-192 tokens the clamp was 1.07-1.46x
+// faster on 7 of 8 shapes, 0.98x at 176 tokens on 7168x2048 (tune_blockwise_subwave_clamp.txt).
 bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count);
 inline constexpr int64_t kBlockwiseClampMaxTokenTiles = 4;
 

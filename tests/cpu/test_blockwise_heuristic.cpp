@@ -68,6 +68,11 @@ TEST(BlockwiseHeuristic, ClampedRowsWhereTheLastTokenTileIsMostlyPastM) {
   EXPECT_FALSE(blockwise_clamp_pays(128, 8192, 128, 132));
   EXPECT_FALSE(blockwise_clamp_pays(100, 8192, 128, 132));   // one token tile: nothing to clamp
   EXPECT_FALSE(blockwise_clamp_pays(131, 4096, 128, 132));   // 64 tiles: under 0.9 of a wave
+  EXPECT_TRUE(blockwise_clamp_pays(160, 7168, 128, 132));    // two token tiles: 112 tiles, 0.85 waves
+  EXPECT_TRUE(blockwise_clamp_pays(150, 6912, 128, 132));    // 108 tiles, 0.82 waves
+  EXPECT_FALSE(blockwise_clamp_pays(160, 6656, 128, 132));   // 104 tiles, 0.79 waves
+  EXPECT_FALSE(blockwise_clamp_pays(300, 4480, 128, 132));   // three token tiles: 105 tiles
+  EXPECT_FALSE(blockwise_clamp_pays(80, 7168, 64, 132));     // the 64-row tile: 0.9 waves still
   EXPECT_TRUE(blockwise_clamp_pays(131, 4096, 128, 64));     // ... of 64 SMs: over it
   EXPECT_TRUE(blockwise_clamp_pays(70, 28672, 64, 132));
   EXPECT_FALSE(blockwise_clamp_pays(100, 28672, 64, 132));   // 28 rows past M
@@ -88,6 +93,12 @@ TEST(BlockwiseHeuristic, ClampedRowsWhereTheLastTokenTileIsMostlyPastM) {
   EXPECT_EQ(kernels::blockwise_choose_config(70, 28672, 4096, G::kGroup1x128, G::kBlock128x128, 132), nr_c);
   EXPECT_EQ(kernels::blockwise_choose_config(70, 28672, 4096, G::kBlock128x128, G::kBlock128x128, 132), sq);
   EXPECT_EQ(kernels::blockwise_choose_config(110, 28672, 4096, G::kGroup1x128, G::kBlock128x128, 132), sq);
+  // ... but not where the 128-row tiles make one wave and fewer than 48 of their rows lie past M.
+  EXPECT_EQ(kernels::blockwise_choose_config(96, 10240, 8192, G::kGroup1x128, G::kBlock128x128, 132), sq);
+  EXPECT_EQ(kernels::blockwise_choose_config(96, 10240, 8192, G::kPerRow, G::kPerRow, 132), sq);
+  EXPECT_EQ(kernels::blockwise_choose_config(80, 10240, 8192, G::kGroup1x128, G::kBlock128x128, 132), nr_c);
+  EXPECT_EQ(kernels::blockwise_choose_config(96, 28672, 4096, G::kGroup1x128, G::kBlock128x128, 132), nr_c);
+  EXPECT_EQ(kernels::blockwise_choose_config(160, 7168, 16384, G::kGroup1x128, G::kBlock128x128, 132), sq_c);
   for (int64_t M = 128; M <= 8192; M += 128)
     for (int64_t N : {2112, 4096, 8192, 28672}) {
       const int c = kernels::blockwise_choose_config(M, N, 4096, G::kGroup1x128, G::kBlock128x128, 132);
