@@ -22,6 +22,9 @@ struct GemmOperands {
   const void* x = nullptr;
   const void* w = nullptr;
   void* y = nullptr;
+  int64_t ld_x = 0, ld_w = 0;  // row strides of the FP8 operands in elements; 0: K (packed)
+  int64_t ldx() const { return ld_x > 0 ? ld_x : K; }
+  int64_t ldw() const { return ld_w > 0 ? ld_w : K; }
 };
 
 // A vendor GEMM set up once for one shape (descriptors, algorithm candidates, plan, its own scale

@@ -38,6 +38,7 @@ struct BenchOptions {
   bool estimate_only = false;                  // print the point count and runtime estimate, run nothing
   bool quick = false;       // a few points only (smoke test): 2 layers x 3 Ms, no extra families
   bool all_combos = false;  // blockwise: also 1d1d, 2d1d, 2d2d (no baseline for those)
+  bool packed_rows = false; // blockwise: FP8 rows of K % 128 != 0 packed (ld = K) instead of fp8_row_ld(K)
   bool graph = false;       // time launches under ~50 µs as CUDA-graph replays
   bool dirty_flush = false; // flush L2 with a memset (dirty lines) instead of a read (TimeOptions::dirty_flush)
   bool check = true;        // rel_err vs the float64 CPU reference on sampled rows/columns

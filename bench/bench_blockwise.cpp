@@ -176,8 +176,8 @@ struct LayerScales {
 // kernel applies to those outputs: block scales become per-row groups (kGroup1x128), which the
 // reference reads element by element; per-row x per-row stays as it is.
 double blockwise_rel_err(const Combo& c, LayerScales& sc, const std::vector<int64_t>& channels,
-                         const std::vector<uint8_t>& w_rows, const uint8_t* x8, const uint16_t* y, int64_t M,
-                         cudaStream_t s) {
+                         const std::vector<uint8_t>& w_rows, const uint8_t* x8, int64_t ld, const uint16_t* y,
+                         int64_t M, cudaStream_t s) {
   const int64_t N = sc.N, K = sc.K, G = blocks(K);
   sc.download_all(s);
   const std::vector<int64_t> tokens = sample_indices(M, kCheckTokens);
@@ -189,7 +189,7 @@ double blockwise_rel_err(const Combo& c, LayerScales& sc, const std::vector<int6
   std::vector<float> sx(static_cast<size_t>(rowwise ? T : G * T)), sw(static_cast<size_t>(rowwise ? C : C * G));
   for (int64_t t = 0; t < T; ++t) {
     const int64_t m = tokens[t];
-    download(&x[static_cast<size_t>(t * K)], x8 + m * K, static_cast<size_t>(K), s);
+    download(&x[static_cast<size_t>(t * K)], x8 + m * ld, static_cast<size_t>(K), s);
     download(yrow.data(), y + m * N, static_cast<size_t>(2 * N), s);
     for (int64_t j = 0; j < C; ++j) out[static_cast<size_t>(t * C + j)] = bf16_decode(yrow[static_cast<size_t>(channels[j])]);
     if (rowwise)
@@ -215,14 +215,17 @@ double blockwise_rel_err(const Combo& c, LayerScales& sc, const std::vector<int6
 }
 
 void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& ms, const std::vector<Combo>& run,
-                 bool memcpy_floor, const ResultTable& table) {
+                 bool memcpy_floor, bool packed_rows, const ResultTable& table) {
   const int64_t N = layer.N, K = layer.K, Mmax = *std::max_element(ms.begin(), ms.end());
   const cudaStream_t s = env.stream;
   const uint32_t seed = seed_of(layer.name);
+  // Rows of X and W as the library's quantizers write them (fp8_row_ld: K % 128 != 0 padded to 128
+  // bytes), or packed with --packed-rows; every candidate of a point reads the same operands.
+  const int64_t ld = packed_rows ? K : fp8_row_ld(K);
 
-  DeviceBuffer w8(static_cast<size_t>(N * K)), x8(static_cast<size_t>(Mmax * K)), y(static_cast<size_t>(2 * Mmax * N));
-  fill_e4m3(w8.get(), static_cast<size_t>(N * K), seed, s);
-  fill_e4m3(x8.get(), static_cast<size_t>(Mmax * K), seed + 1, s);
+  DeviceBuffer w8(static_cast<size_t>(N * ld)), x8(static_cast<size_t>(Mmax * ld)), y(static_cast<size_t>(2 * Mmax * N));
+  fill_e4m3(w8.get(), static_cast<size_t>(N * ld), seed, s);
+  fill_e4m3(x8.get(), static_cast<size_t>(Mmax * ld), seed + 1, s);
   LayerScales scales(Mmax, N, K, seed, s);
   QSB_CHECK_CUDA(cudaStreamSynchronize(s));
 
@@ -236,14 +239,16 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
       row.layer = layer.name;
       row.M = M, row.N = N, row.K = K;
       row.bytes_moved = N * K + M * K + 2 * M * N + scales.x_bytes(c.gx, M) + scales.w_bytes(c.gw);
+      if (ld != K) row.extra.emplace_back("ld", static_cast<double>(ld));  // row stride of X and W
       // qsgemm runs with a workspace (allocated here, outside the timing), so the heuristic may split K;
       // the config name then carries "_splitkS".
       DeviceBuffer workspace;
       BlockwiseOptions options;
       guarded(row, "blockwise_choose_config", [&] {
-        row.config = blockwise_config_name(blockwise_choose_config(M, N, K, c.gx, c.gw, env.report.sms));
-        const LinearPlan plan = blockwise_plan(M, N, K, c.gx, c.gw, options, env.report.sms);
-        options.workspace_bytes = blockwise_linear_workspace_bytes(M, N, K, c.gx, c.gw, options, env.report.sms);
+        row.config = blockwise_config_name(blockwise_choose_config(M, N, K, c.gx, c.gw, env.report.sms, ld, ld));
+        const LinearPlan plan = blockwise_plan(M, N, K, c.gx, c.gw, options, env.report.sms, ld, ld);
+        options.workspace_bytes =
+            blockwise_linear_workspace_bytes(M, N, K, c.gx, c.gw, options, env.report.sms, ld, ld);
         if (options.workspace_bytes > 0) {
           workspace = DeviceBuffer(options.workspace_bytes);
           options.workspace = workspace.get();
@@ -252,7 +257,7 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
       });
 
       PointTimer point;
-      const MatrixView xv(x8.get(), DType::kE4M3, M, K), wv(w8.get(), DType::kE4M3, N, K);
+      const MatrixView xv(x8.get(), DType::kE4M3, M, K, ld), wv(w8.get(), DType::kE4M3, N, K, ld);
       const MatrixView yv(y.get(), DType::kBF16, M, N);
       const ScaleView sx = scales.x_view(c.gx, M), sw = scales.w_view(c.gw);
       auto linear = [&](cudaStream_t st) {
@@ -262,7 +267,7 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
         row.add_note("qsgemm: its kernels need an sm_90 GPU");
       else
         point.add(row, "qsgemm", linear, [&](double us) { row.qsgemm_us = us; });
-      const GemmOperands f8{M, N, K, x8.get(), w8.get(), y.get()};
+      const GemmOperands f8{M, N, K, x8.get(), w8.get(), y.get(), ld, ld};
       for (const std::string& b : c.baselines) {
         if (b == "cublaslt_fp8_block128")
           point.add_baseline(row, b, [&] { return make_cublaslt_fp8_block128(*env.lt, f8, s); });
@@ -281,12 +286,12 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
           if (w_rows.empty()) {
             w_rows.resize(channels.size() * static_cast<size_t>(K));
             for (size_t j = 0; j < channels.size(); ++j)
-              download(&w_rows[j * static_cast<size_t>(K)], w8.as<uint8_t>() + channels[j] * K, static_cast<size_t>(K),
+              download(&w_rows[j * static_cast<size_t>(K)], w8.as<uint8_t>() + channels[j] * ld, static_cast<size_t>(K),
                        s);
           }
           QSB_CHECK_CUDA(cudaMemsetAsync(y.get(), 0xFF, static_cast<size_t>(2 * M * N), s));  // bf16 NaN
           linear(s);
-          set_rel_err(row, blockwise_rel_err(c, scales, channels, w_rows, x8.as<uint8_t>(), y.as<uint16_t>(), M, s));
+          set_rel_err(row, blockwise_rel_err(c, scales, channels, w_rows, x8.as<uint8_t>(), ld, y.as<uint16_t>(), M, s));
         });
       }
       table.print_row(row);
@@ -410,7 +415,9 @@ int bench_blockwise(const BenchOptions& options) {
     const ResultTable table({"cublaslt_fp8_block128", "cublaslt_fp8_tensor", "cublaslt_fp8_rowwise", "cuda_memcpy_same_bytes"},
                             {"cublaslt_fp8_block128", "cublaslt_fp8_tensor", "cublaslt_fp8_rowwise"});
     table.print_header();
-    for_each_layer(env, layers, [&](const Layer& layer) { bench_layer(env, layer, ms, run, memcpy_floor, table); });
+    for_each_layer(env, layers, [&](const Layer& layer) {
+      bench_layer(env, layer, ms, run, memcpy_floor, options.packed_rows, table);
+    });
     std::printf("\n");
     if (!options.sweep) {
       bench_quant_group(env, 4096, 4096);

@@ -44,6 +44,8 @@ const char kUsage[] =
     "                     (32 values); powers: 1,8,16,32,64,...,16384 (13 values, the committed results' grid)\n"
     "  --quick            a smoke test: 2 layers x M in {16, 256, 4096}\n"
     "  --all-combos       blockwise: also the 1d1d, 2d1d and 2d2d families (no baseline for those)\n"
+    "  --packed-rows      blockwise: X and W rows of K % 128 != 0 packed (ld = K), not padded to\n"
+    "                     fp8_row_ld(K) as the library's quantizers write them (both for every candidate)\n"
     "\n"
     "dense M sweep (issue #24: no performance cliffs between grid points; scripts/check_cliffs.py reads it):\n"
     "  --sweep            time every ~5 % of M from 1 to 16384 (M' = max(M + 1, round(M * 1.05)), 159\n"
@@ -172,6 +174,8 @@ int bench_main(int argc, char** argv) {
         opt.quick = true;
       } else if (arg == "--all-combos") {
         opt.all_combos = true;
+      } else if (arg == "--packed-rows") {
+        opt.packed_rows = true;
       } else if (arg == "--graph") {
         opt.graph = true;
       } else if (arg == "--dirty-flush") {

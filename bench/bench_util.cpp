@@ -63,11 +63,12 @@ void download(void* host, const void* device, size_t bytes, cudaStream_t stream)
 }
 
 std::vector<uint8_t> download_rows(const void* device, size_t row_bytes, const std::vector<int64_t>& rows,
-                                   cudaStream_t stream) {
+                                   cudaStream_t stream, size_t stride_bytes) {
   std::vector<uint8_t> out(rows.size() * row_bytes);
   const auto* base = static_cast<const uint8_t*>(device);
+  const size_t stride = stride_bytes > 0 ? stride_bytes : row_bytes;
   for (size_t i = 0; i < rows.size(); ++i)
-    QSB_CHECK_CUDA(cudaMemcpyAsync(&out[i * row_bytes], base + static_cast<size_t>(rows[i]) * row_bytes, row_bytes,
+    QSB_CHECK_CUDA(cudaMemcpyAsync(&out[i * row_bytes], base + static_cast<size_t>(rows[i]) * stride, row_bytes,
                                    cudaMemcpyDeviceToHost, stream));
   QSB_CHECK_CUDA(cudaStreamSynchronize(stream));
   return out;

@@ -55,8 +55,9 @@ class DeviceBuffer {
 // Stream-ordered copy to the host, then a wait on the stream.
 void download(void* host, const void* device, size_t bytes, cudaStream_t stream);
 // Rows `rows` of a row-major device matrix with `row_bytes` bytes per row, packed on the host.
+// stride_bytes: the distance between row starts (0: row_bytes).
 std::vector<uint8_t> download_rows(const void* device, size_t row_bytes, const std::vector<int64_t>& rows,
-                                   cudaStream_t stream);
+                                   cudaStream_t stream, size_t stride_bytes = 0);
 // Floats `index[i]` of a device array.
 std::vector<float> download_floats(const float* device, const std::vector<int64_t>& index, cudaStream_t stream);
 

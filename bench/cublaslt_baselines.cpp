@@ -89,8 +89,8 @@ class CublasLtGemm final : public Baseline {
         return;
     }
     const auto M = static_cast<uint64_t>(ops.M), N = static_cast<uint64_t>(ops.N), K = static_cast<uint64_t>(ops.K);
-    if (fail(cublasLtMatrixLayoutCreate(&a_, ab_type, K, N, static_cast<int64_t>(K)), "A layout")) return;
-    if (fail(cublasLtMatrixLayoutCreate(&b_, ab_type, K, M, static_cast<int64_t>(K)), "B layout")) return;
+    if (fail(cublasLtMatrixLayoutCreate(&a_, ab_type, K, N, ops.ldw()), "A layout")) return;
+    if (fail(cublasLtMatrixLayoutCreate(&b_, ab_type, K, M, ops.ldx()), "B layout")) return;
     if (fail(cublasLtMatrixLayoutCreate(&d_, CUDA_R_16BF, N, M, static_cast<int64_t>(N)), "D layout")) return;
     if (fail(cublasLtMatmulPreferenceCreate(&pref_), "cublasLtMatmulPreferenceCreate")) return;
     const uint64_t ws = lt.workspace_bytes();
@@ -166,8 +166,10 @@ class CublasLtGemm final : public Baseline {
       });
       return true;
     }
-    const std::vector<uint8_t> x = download_rows(ops_.x, static_cast<size_t>(K), tokens, s);
-    const std::vector<uint8_t> w = download_rows(ops_.w, static_cast<size_t>(K), channels, s);
+    const std::vector<uint8_t> x =
+        download_rows(ops_.x, static_cast<size_t>(K), tokens, s, static_cast<size_t>(ops_.ldx()));
+    const std::vector<uint8_t> w =
+        download_rows(ops_.w, static_cast<size_t>(K), channels, s, static_cast<size_t>(ops_.ldw()));
     if (spec_.kind == Kind::kRowwise || spec_.kind == Kind::kTensor) {
       const bool tensor = spec_.kind == Kind::kTensor;
       const std::vector<float> sx = download_floats(spec_.b_scale, tensor ? std::vector<int64_t>{0} : tokens, s);
