@@ -275,11 +275,10 @@ BlockwiseProblem check_blockwise_linear(const char* fn, const Tensor& x, const T
   const G gx = parse_granularity(fn, "x_granularity", gx_s);
   const G gw = parse_granularity(fn, "w_granularity", gw_s);
   check_dtype(fn, "x", x, {c.e4m3});
-  check_dim(fn, "x", x, 2);
-  check_contiguous(fn, "x", x);
   check_dtype(fn, "w", w, {c.e4m3});
-  check_dim(fn, "w", w, 2);
-  check_contiguous(fn, "w", w);
+  // Row-major with any row stride (the library checks ld % 16): quantize_fp8_per_token_group and
+  // quantize_fp8_weight pad rows of K % 128 != 0 to 128 bytes (fp8_row_ld).
+  const qsgemm::MatrixView xv = matrix_view(fn, "x", x), wv = matrix_view(fn, "w", w);
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
   if (w.size(1) != K) fail(fn, Status::kInvalidArgument, "w", cat("has ", w.size(1), " columns, expected K=", K));
   if (K <= 0 || K % 16 != 0)
@@ -335,7 +334,7 @@ BlockwiseProblem check_blockwise_linear(const char* fn, const Tensor& x, const T
     check_numel(fn, "bias", *bias, N, "N");
     check_same_device(fn, x, "bias", *bias);
   }
-  return {M, N, K, gx, gw, ld_sx};
+  return {M, N, K, gx, gw, ld_sx, xv.ld, wv.ld};
 }
 
 }  // namespace qsgemm_torch

@@ -139,6 +139,7 @@ struct BlockwiseProblem {
   int64_t M, N, K;
   qsgemm::ScaleGranularity gx, gw;
   int64_t ld_sx;  // group_1x128 x scales: the M-major leading dimension
+  int64_t ld_x, ld_w;  // row strides of x and w (row-major; rows may be padded, e.g. to fp8_row_ld(K))
 };
 BlockwiseProblem check_blockwise_linear(const char* fn, const Tensor& x, const Tensor& x_scale, const std::string& gx,
                                         const Tensor& w, const Tensor& w_scale, const std::string& gw,

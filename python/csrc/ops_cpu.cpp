@@ -167,10 +167,11 @@ Tensors2 quantize_fp8_per_token_group(const Tensor& x, bool pow2) {
   require_cpu(fn, "x", x);
   const qsgemm::MatrixView xv = check_quant_input(fn, "x", x, {c.bf16, c.f16});
   const int64_t M = xv.rows, K = xv.cols, groups = qsgemm::ceil_div(K, qsgemm::kScaleGroupK);
-  Tensor q = empty({M, K}, c.e4m3, x);
+  const int64_t ldq = qsgemm::fp8_row_ld(K);  // the CUDA op's layout
+  Tensor q = empty_strided({M, K}, {ldq, 1}, c.e4m3, x);
   Tensor s = empty_strided({M, groups}, {1, M > 0 ? M : 1}, c.f32, x);
   const std::vector<float> xf = to_floats(x);
-  qsgemm::ref::quantize_fp8_1x128(xf.data(), M, K, K, static_cast<uint8_t*>(q.data_ptr()), K,
+  qsgemm::ref::quantize_fp8_1x128(xf.data(), M, K, K, static_cast<uint8_t*>(q.data_ptr()), ldq,
                                   static_cast<float*>(s.data_ptr()), M > 0 ? M : 1, pow2);
   return {q, s};
 }
@@ -185,20 +186,20 @@ Tensors2 quantize_fp8_weight(const Tensor& w, const std::string& granularity) {
                                                 : check_quant_input(fn, "w", w, {c.bf16, c.f16, c.f32});
   if (g == G::kPerTensor)
     fail(fn, Status::kUnsupported, "granularity", "per_tensor weights are not supported; use per_row, group_1x128 or block_128x128");
-  const int64_t N = wv.rows, K = wv.cols;
-  Tensor q = empty({N, K}, c.e4m3, w);
+  const int64_t N = wv.rows, K = wv.cols, ldq = qsgemm::fp8_row_ld(K);  // the CUDA op's layout
+  Tensor q = empty_strided({N, K}, {ldq, 1}, c.e4m3, w);
   uint8_t* qp = static_cast<uint8_t*>(q.data_ptr());
   const std::vector<float> wf = to_floats(w);
   if (g == G::kPerRow) {
     Tensor s = empty({N}, c.f32, w);
-    qsgemm::ref::quantize_fp8_per_row(wf.data(), N, K, K, qp, K, static_cast<float*>(s.data_ptr()), false);
+    qsgemm::ref::quantize_fp8_per_row(wf.data(), N, K, K, qp, ldq, static_cast<float*>(s.data_ptr()), false);
     return {q, s};
   }
   const auto [r, cc] = weight_scale_shape(g, N, K);
   Tensor s = empty({r, cc}, c.f32, w);
   float* sp = static_cast<float*>(s.data_ptr());
-  if (g == G::kBlock128x128) qsgemm::ref::quantize_fp8_128x128(wf.data(), N, K, K, qp, K, sp);
-  else qsgemm::ref::quantize_fp8_row_groups(wf.data(), N, K, K, qp, K, sp);
+  if (g == G::kBlock128x128) qsgemm::ref::quantize_fp8_128x128(wf.data(), N, K, K, qp, ldq, sp);
+  else qsgemm::ref::quantize_fp8_row_groups(wf.data(), N, K, K, qp, ldq, sp);
   return {q, s};
 }
 
@@ -210,7 +211,7 @@ void blockwise_linear_out(const Tensor& x, const Tensor& x_scale, const std::str
   if (p.M == 0) return;
   const std::vector<float> b = bias_floats(bias);
   std::vector<double> y(static_cast<size_t>(p.M * p.N));
-  qsgemm::ref::gemm_fp8_blockwise(bytes(x), p.K, bytes(w), p.K, p.M, p.N, p.K, p.gx,
+  qsgemm::ref::gemm_fp8_blockwise(bytes(x), p.ld_x, bytes(w), p.ld_w, p.M, p.N, p.K, p.gx,
                                   static_cast<const float*>(x_scale.data_ptr()), p.ld_sx, p.gw,
                                   static_cast<const float*>(w_scale.data_ptr()), bias ? b.data() : nullptr, y.data());
   store(y, out);

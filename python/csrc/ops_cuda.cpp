@@ -138,10 +138,12 @@ Tensors2 quantize_fp8_per_token_group(const Tensor& x, bool pow2) {
   DeviceScope scope(dev);
   const qsgemm::MatrixView xv = check_quant_input(fn, "x", x, {c.bf16, c.f16});
   const int64_t M = xv.rows, groups = qsgemm::ceil_div(xv.cols, qsgemm::kScaleGroupK);
-  Tensor q = empty({M, xv.cols}, c.e4m3, x);
+  // Rows padded to 128 bytes where K % 128 != 0 (the GEMMs' fast layout, qsgemm::fp8_row_ld).
+  const int64_t ldq = qsgemm::fp8_row_ld(xv.cols);
+  Tensor q = empty_strided({M, xv.cols}, {ldq, 1}, c.e4m3, x);
   // [M, G] with strides (1, M): the transpose of a contiguous [G, M] (M-major, docs/formats.md §2).
   Tensor s = empty_strided({M, groups}, {1, M > 0 ? M : 1}, c.f32, x);
-  qsgemm::quantize_fp8_per_token_group(xv, qsgemm::MatrixView(q.data_ptr(), qsgemm::DType::kE4M3, M, xv.cols),
+  qsgemm::quantize_fp8_per_token_group(xv, qsgemm::MatrixView(q.data_ptr(), qsgemm::DType::kE4M3, M, xv.cols, ldq),
                                        static_cast<float*>(s.data_ptr()), M > 0 ? M : 1, pow2, current_stream(dev));
   return {q, s};
 }
@@ -157,8 +159,9 @@ Tensors2 quantize_fp8_weight(const Tensor& w, const std::string& granularity) {
                                      : check_quant_input(fn, "w", w, {c.bf16, c.f16, c.f32});
   if (g == qsgemm::ScaleGranularity::kPerTensor)
     fail(fn, Status::kUnsupported, "granularity", "per_tensor weights are not supported; use per_row, group_1x128 or block_128x128");
-  Tensor q = empty({wv.rows, wv.cols}, c.e4m3, w);
-  const qsgemm::MatrixView qv(q.data_ptr(), qsgemm::DType::kE4M3, wv.rows, wv.cols);
+  const int64_t ldq = qsgemm::fp8_row_ld(wv.cols);  // as quantize_fp8_per_token_group
+  Tensor q = empty_strided({wv.rows, wv.cols}, {ldq, 1}, c.e4m3, w);
+  const qsgemm::MatrixView qv(q.data_ptr(), qsgemm::DType::kE4M3, wv.rows, wv.cols, ldq);
   if (g == qsgemm::ScaleGranularity::kPerRow) {
     Tensor s = empty({wv.rows}, c.f32, w);
     qsgemm::quantize_fp8_per_token(wv, qv, static_cast<float*>(s.data_ptr()), false, current_stream(dev));
@@ -182,15 +185,16 @@ void blockwise_linear_out(const Tensor& x, const Tensor& x_scale, const std::str
   qsgemm::VectorView bv;
   if (bias) bv = qsgemm::VectorView(bias->data_ptr(), qs_dtype(fn, "bias", *bias), p.N);
   qsgemm::BlockwiseOptions opt;
-  const qsgemm::LinearPlan plan = qsgemm::blockwise_plan(p.M, p.N, p.K, p.gx, p.gw, opt, sm_count(dev));
+  const qsgemm::LinearPlan plan =
+      qsgemm::blockwise_plan(p.M, p.N, p.K, p.gx, p.gw, opt, sm_count(dev), p.ld_x, p.ld_w);
   Tensor ws;
   if (plan.workspace_bytes > 0) {
     ws = workspace(plan.workspace_bytes, x);
     opt.workspace = ws.data_ptr();
     opt.workspace_bytes = plan.workspace_bytes;
   }
-  const qsgemm::MatrixView xv(x.data_ptr(), qsgemm::DType::kE4M3, p.M, p.K);
-  const qsgemm::MatrixView wv(w.data_ptr(), qsgemm::DType::kE4M3, p.N, p.K);
+  const qsgemm::MatrixView xv(x.data_ptr(), qsgemm::DType::kE4M3, p.M, p.K, p.ld_x);
+  const qsgemm::MatrixView wv(w.data_ptr(), qsgemm::DType::kE4M3, p.N, p.K, p.ld_w);
   const qsgemm::MatrixView yv(out.data_ptr(), qs_dtype(fn, "out", out), p.M, p.N);
   qsgemm::blockwise_linear(xv, sx, wv, sw, bv, yv, opt, current_stream(dev));
 }

@@ -51,6 +51,8 @@ __all__ = [
     "blockwise_linear",
     "blockwise_linear_out",
     "sparse24_meta_bytes",
+    "fp8_row_ld",
+    "pad_fp8_rows",
     "translate_error",
     "GRANULARITIES",
 ]
@@ -99,6 +101,27 @@ def _call(op, *args, **kwargs):
 
 def _ceil_div(a, b):
     return (a + b - 1) // b
+
+
+def fp8_row_ld(K):
+    """The row stride (elements) of an e4m3 [rows, K] GEMM operand: K when K % 128 == 0, else K
+    rounded up to 128 (qsgemm/quant.h's fp8_row_ld). Rows that start off a 128-byte line cost the
+    GEMMs' loads a second line each (K = 4112 packed: ~1.45x the time of padded rows on the H200)."""
+    return K if K % 128 == 0 else (K // 128 + 1) * 128
+
+
+def pad_fp8_rows(q: torch.Tensor) -> torch.Tensor:
+    """``q`` [rows, K] with row stride fp8_row_ld(K): ``q`` itself when its rows already start on
+    128-byte lines (or it has one row), else a copy (the bytes between rows are not written).
+    ``clone()``, ``.to()`` and ``.contiguous()`` of a padded tensor pack its rows again."""
+    if q.dim() != 2:
+        raise ValueError(f"pad_fp8_rows: q must be 2-D, got {tuple(q.shape)}")
+    rows, K = q.shape
+    if rows <= 1 or (q.stride(1) == 1 and q.stride(0) % 128 == 0 and q.stride(0) >= K):
+        return q
+    out = torch.empty_strided((rows, K), (fp8_row_ld(K), 1), dtype=q.dtype, device=q.device)
+    out.copy_(q)
+    return out
 
 
 def sparse24_meta_bytes(N, K):
@@ -154,7 +177,7 @@ def _(x, pow2_scales=False):
     G = _ceil_div(K, 128)
     # M-major: the transpose of a contiguous [G, M] (strides (1, M); (1, 1) for M == 0).
     scale = x.new_empty_strided((M, G), (1, torch.sym_max(M, 1)), dtype=torch.float32)
-    return x.new_empty((M, K), dtype=_E4M3), scale
+    return x.new_empty_strided((M, K), (fp8_row_ld(K), 1), dtype=_E4M3), scale
 
 
 @torch.library.register_fake("qsgemm::quantize_fp8_weight")
@@ -167,7 +190,7 @@ def _(w, granularity="block_128x128"):
         shape = (N, G)
     else:  # per_row (other strings fail in the real kernel)
         shape = (N,)
-    return w.new_empty((N, K), dtype=_E4M3), w.new_empty(shape, dtype=torch.float32)
+    return w.new_empty_strided((N, K), (fp8_row_ld(K), 1), dtype=_E4M3), w.new_empty(shape, dtype=torch.float32)
 
 
 @torch.library.register_fake("qsgemm::blockwise_linear")
@@ -249,14 +272,16 @@ def quantize_fp8_per_token(x: torch.Tensor, pow2_scales: bool = False) -> Tuple[
 def quantize_fp8_per_token_group(x: torch.Tensor, pow2_scales: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
     """Dynamic 1x128-group FP8 (DeepSeek-V3 style): x bf16/fp16 [M, K] -> (q float8_e4m3fn [M, K],
     scale float32 [M, ceil(K/128)] M-major: strides (1, M), the transpose of a contiguous [G, M]),
-    the x_scale layout blockwise_linear's "group_1x128" reads."""
+    the x_scale layout blockwise_linear's "group_1x128" reads. q's row stride is fp8_row_ld(K):
+    rows of K % 128 != 0 are padded to 128 bytes (not contiguous then), the GEMMs' fast layout."""
     return _call(_ops.quantize_fp8_per_token_group.default, x, pow2_scales)
 
 
 def quantize_fp8_weight(w: torch.Tensor, granularity: str = "block_128x128") -> Tuple[torch.Tensor, torch.Tensor]:
     """FP8 weight quantization of W [N, K] (contiguous, K % 8 == 0): granularity "block_128x128"
     (scale [ceil(N/128), G]), "group_1x128" (scale [N, G]) with w bf16/fp16/fp32, or "per_row"
-    (scale [N]; w bf16/fp16). Returns (q float8_e4m3fn [N, K], scale float32)."""
+    (scale [N]; w bf16/fp16). Returns (q float8_e4m3fn [N, K] with row stride fp8_row_ld(K), as
+    quantize_fp8_per_token_group's, scale float32)."""
     return _call(_ops.quantize_fp8_weight.default, w, granularity)
 
 
@@ -265,8 +290,8 @@ def blockwise_linear(
 ) -> torch.Tensor:
     """Y [M, N] = Σ_g x_scale[m, g] w_scale[n, g] · x_g · w_gᵀ (+ bias), FP8 operands with scales.
 
-    x float8_e4m3fn [M, K], w float8_e4m3fn [N, K] (contiguous, K % 16 == 0, N % 8 == 0 or % 4 for
-    float32 output). Pairs: x "group_1x128" ([M, G] M-major, as quantize_fp8_per_token_group) or
+    x float8_e4m3fn [M, K], w float8_e4m3fn [N, K] (row-major, row stride % 16 == 0, K % 16 == 0,
+    N % 8 == 0 or % 4 for float32 output; fastest with rows on 128-byte lines: fp8_row_ld). Pairs: x "group_1x128" ([M, G] M-major, as quantize_fp8_per_token_group) or
     "block_128x128" ([ceil(M/128), G]) with w "block_128x128" ([ceil(N/128), G]) or "group_1x128"
     ([N, G]); or x "per_row" [M] with w "per_row" [N]. bias None or [N]; out_dtype bfloat16
     (default), float16 or float32."""

@@ -131,7 +131,7 @@ def unflatten_state_dict(tensors: Mapping[str, torch.Tensor],
         if missing:
             raise ValueError(f"qsgemm file: tensor {name!r} lacks its buffers {missing}")
         t = cls(*[tensors[data[d]] for d in cls.tensor_data_names],
-                **_decode_attrs(entry.get("attributes", {}), name))
+                **_decode_attrs(entry.get("attributes", {}), name))._fast_layout()
         if list(t.shape) != list(entry["shape"]):
             raise ValueError(f"qsgemm file: tensor {name!r} has shape {list(t.shape)} but the "
                              f"metadata says {entry['shape']}")

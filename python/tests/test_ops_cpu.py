@@ -90,17 +90,22 @@ def test_fake_shapes():
 
 
 @pytest.mark.parametrize("M", [0, 1, 77])
-def test_fake_matches_real_cpu(M):
-    """The fake kernels give the real kernels' shapes, dtypes and strides."""
+@pytest.mark.parametrize("K", [256, 400])
+def test_fake_matches_real_cpu(M, K):
+    """The fake kernels give the real kernels' shapes, dtypes and strides (K = 400: the FP8 outputs'
+    rows padded to fp8_row_ld(K) = 512)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    x = torch.randn(M, 256, dtype=torch.bfloat16)
-    w = torch.randn(64, 256, dtype=torch.bfloat16)
+    x = torch.randn(M, K, dtype=torch.bfloat16)
+    w = torch.randn(64, K, dtype=torch.bfloat16)
     cases = [
         (torch.ops.qsgemm.quantize_fp8_per_token.default, (x,)),
         (torch.ops.qsgemm.quantize_fp8_per_token_group.default, (x,)),
         (torch.ops.qsgemm.quantize_fp8_weight.default, (w, "group_1x128")),
+        (torch.ops.qsgemm.quantize_fp8_weight.default, (w, "per_row")),
     ]
+    if M > 1:
+        assert ops.quantize_fp8_per_token_group(x)[0].stride() == (ops.fp8_row_ld(K), 1)
     for op, args in cases:
         real = op(*args)
         with FakeTensorMode() as mode:

@@ -188,3 +188,32 @@ def test_gpu_linear_model_shapes(M, granularity):
     b = torch.randn(N, device=dev, dtype=torch.bfloat16)
     x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
     assert_close_to_ref(F.linear(x, t, b), ref_linear(x.cpu(), t, b), f"M={M}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("granularity", GRANULARITIES)
+def test_partial_k_rows_padded_to_128_bytes(device, granularity, tmp_path):
+    """K % 128 != 0: qdata's rows start every fp8_row_ld(K) bytes (the GEMM's fast layout), through
+    from_float, clone, to, narrow and a save / load; the activations' quantizer pads the same way; a
+    weight built from packed rows gives the same results."""
+    dev = on_device(device)
+    N, K = 264, 272
+    ld = qsgemm.ops.fp8_row_ld(K)
+    assert ld == 384 and qsgemm.ops.fp8_row_ld(256) == 256
+    w, t = make_weight(N, K, dev, granularity)
+    assert t.qdata.shape == (N, K) and t.qdata.stride() == (ld, 1)
+    for c in (t.clone(), t.to(dev), t.detach(), t.to("cpu"), t[0:128]):
+        assert c.qdata.stride() == (ld, 1), c
+        assert torch.equal(c.dequantize().cpu(), t.dequantize().cpu()[: c.shape[0]])
+    qsgemm.save_quantized({"w": t}, str(tmp_path / "w.safetensors"))
+    loaded = qsgemm.load_quantized_state_dict(str(tmp_path / "w.safetensors"), device=str(dev))["w"]
+    assert loaded.qdata.stride() == (ld, 1) and torch.equal(loaded.dequantize(), t.dequantize())
+    xq, _ = qsgemm.ops.quantize_fp8_per_token_group(torch.randn(5, K, device=dev, dtype=torch.bfloat16))
+    assert xq.stride() == (ld, 1)
+    # Packed rows (a weight made elsewhere) are accepted and give the same bits.
+    packed = BlockwiseFp8Tensor(t.qdata.contiguous(), t.scale, granularity=granularity)
+    assert packed.qdata.stride() == (K, 1)
+    x = torch.randn(77, K, device=dev, dtype=torch.bfloat16)
+    y = F.linear(x, t)
+    assert torch.equal(F.linear(x, packed), y)
+    assert_close_to_ref(y, ref_linear(x, t), f"{granularity} padded rows")

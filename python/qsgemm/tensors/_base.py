@@ -130,6 +130,11 @@ class QuantizedWeightTensor(torch.Tensor):
         attrs.update(changes)
         return type(self)(*[fn(t) for t in self._data()], **attrs)
 
+    def _fast_layout(self):
+        """The weight with its buffers in the layout the kernels read fastest (a copy where that
+        differs from what a file or a generic op gave); self by default."""
+        return self
+
     def _with(self, **changes):
         """The same buffers (no copy) under changed attributes."""
         return self._apply_fn_to_data(lambda t: t, **changes)

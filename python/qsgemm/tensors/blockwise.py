@@ -34,7 +34,9 @@ class BlockwiseFp8Tensor(QuantizedWeightTensor):
     """A weight W [N, K] in FP8 e4m3 with float32 scales of one of three granularities.
 
     Tensor data:
-      - ``qdata``: float8_e4m3fn [N, K], row-major;
+      - ``qdata``: float8_e4m3fn [N, K], row-major, row stride ``fp8_row_ld(K)`` (K % 128 != 0:
+        rows padded to 128 bytes, the GEMM's fast layout; ``clone`` / ``to`` keep it, files store
+        packed rows);
       - ``scale``: float32, by ``granularity``:
           ``"block_128x128"`` [⌈N/128⌉, ⌈K/128⌉] (DeepSeek-V3's weights), row-major;
           ``"group_1x128"``   [N, ⌈K/128⌉] (per-channel groups of 128 k), row-major;
@@ -66,6 +68,16 @@ class BlockwiseFp8Tensor(QuantizedWeightTensor):
         self.scale = scale
         self.granularity = granularity
         self.transposed = bool(transposed)
+
+    def _apply_fn_to_data(self, fn, **changes):
+        # clone / to / _to_copy pack the padded rows of K % 128 != 0 again: pad them back.
+        return super()._apply_fn_to_data(fn, **changes)._fast_layout()
+
+    def _fast_layout(self) -> "BlockwiseFp8Tensor":
+        """Self, or the same weight with qdata's rows moved onto 128-byte lines (a copy)."""
+        q = _ops.pad_fp8_rows(self.qdata)
+        return self if q is self.qdata else BlockwiseFp8Tensor(
+            q, self.scale, granularity=self.granularity, dtype=self.dtype, transposed=self.transposed)
 
     @property
     def N(self) -> int:
@@ -106,7 +118,7 @@ class BlockwiseFp8Tensor(QuantizedWeightTensor):
             q, s = _ops.quantize_fp8_per_token(w, False)
         else:
             q, s = _ops.quantize_fp8_weight(w, granularity)
-        return cls(q, s.contiguous(), granularity=granularity, dtype=logical)
+        return cls(q, s.contiguous(), granularity=granularity, dtype=logical)._fast_layout()
 
     def _scale_per_element(self) -> torch.Tensor:
         """The scale of every element, float32 [N, K]."""
@@ -164,7 +176,7 @@ class BlockwiseFp8Tensor(QuantizedWeightTensor):
         return BlockwiseFp8Tensor(
             self.qdata[start:end].clone(), scale.clone(), granularity=self.granularity,
             dtype=self.dtype,
-        )
+        )._fast_layout()
 
 
 register_common_ops(BlockwiseFp8Tensor)
