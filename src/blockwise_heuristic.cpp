@@ -78,6 +78,14 @@ bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count) {
   return tiles10 >= 9 * int64_t{sm_count} || (cols == 2 && tile_m == 128 && tiles10 >= 8 * int64_t{sm_count});
 }
 
+bool blockwise_split_clamp_pays(int64_t M, int64_t N, int tile_m, int split_k, int sm_count) {
+  if (tile_m <= 0 || M <= tile_m || split_k < 2) return false;
+  const int64_t cols = ceil_div(M, int64_t{tile_m});
+  const int64_t oob = cols * tile_m - M;
+  if (2 * oob < tile_m || cols > kBlockwiseClampMaxTokenTiles) return false;
+  return 10 * cols * ceil_div(N, int64_t{128}) * split_k >= 8 * int64_t{sm_count};
+}
+
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count,
                             int64_t ld_x, int64_t ld_w) {
   using namespace blockwise_detail;
@@ -138,6 +146,11 @@ BlockwiseChoice blockwise_choose(int64_t M, int64_t N, int64_t K, ScaleGranulari
   if (!with_workspace) return plan;
   if (plan.config != kSkinnyConfig) {
     plan.split_k = blockwise_split_k(M, N, K, plan.config, gw, sm_count);
+    // The split multiplies the CTAs, so a plain 64-row tile that was under the clamp rule's wave may
+    // clear it (only a pick of the library's own, config == -1; the split 128-row tile was not measured).
+    if (config < 0 && plan.split_k > 1 && plan.config == kNarrow && blockwise_config_supports(kNarrowClamped, gx, gw) &&
+        blockwise_split_clamp_pays(M, N, kBlockwiseConfigs[kNarrow].tile_m, plan.split_k, sm_count))
+      plan.config = kNarrowClamped;
     return plan;
   }
   // In place of the skinny kernel at 9..32 tokens (not for one or two tiles of W, which it always

@@ -104,6 +104,21 @@ TEST(BlockwiseHeuristic, ClampedRowsWhereTheLastTokenTileIsMostlyPastM) {
       const int c = kernels::blockwise_choose_config(M, N, 4096, G::kGroup1x128, G::kBlock128x128, 132);
       EXPECT_FALSE(kernels::kBlockwiseConfigs[c].clamped) << M << "x" << N;
     }
+  // A split tile clamps where its CTAs (tiles x splits) make 0.8 of a wave: 4096-row weights at 67-96
+  // tokens (2 x 32 tiles, split 2), not 2560-row ones (2 x 20 tiles: 80 CTAs), not a forced config.
+  for (int64_t M : {67, 80, 96}) {
+    const kernels::BlockwiseChoice c = kernels::blockwise_choose(M, 4096, 14336, G::kGroup1x128, G::kBlock128x128, -1, 0, 132, true);
+    EXPECT_EQ(c.config, nr_c) << M;
+    EXPECT_EQ(c.split_k, 2) << M;
+    EXPECT_EQ(kernels::blockwise_choose(M, 4096, 14336, G::kGroup1x128, G::kBlock128x128, -1, 0, 132, false).config, nr) << M;
+    EXPECT_EQ(kernels::blockwise_choose(M, 4096, 14336, G::kGroup1x128, G::kBlock128x128, nr, 0, 132, true).config, nr) << M;
+    EXPECT_EQ(kernels::blockwise_choose(M, 2560, 8192, G::kGroup1x128, G::kBlock128x128, -1, 0, 132, true).config, nr) << M;
+  }
+  EXPECT_EQ(kernels::blockwise_choose(100, 4096, 14336, G::kGroup1x128, G::kBlock128x128, -1, 0, 132, true).config, nr);
+  EXPECT_EQ(blockwise_plan(67, 2312, 6144, G::kGroup1x128, G::kBlock128x128, BlockwiseOptions{}, 132).config, nr_c)
+      << "the GPU test's case (BlockwiseGpu.SplitKByHeuristic)";
+  EXPECT_TRUE(kernels::blockwise_split_clamp_pays(67, 3584, 64, 2, 132));   // 112 CTAs, 0.85 waves
+  EXPECT_FALSE(kernels::blockwise_split_clamp_pays(67, 3584, 64, 1, 132));
   // A clamped pick is the clamped row of the plain pick's tile (or, below 128 tokens, of the 64-row
   // tile in place of one 128-row tile).
   for (int64_t M = 65; M <= 3000; M += 7) {
