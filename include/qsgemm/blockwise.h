@@ -89,8 +89,8 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
 // of workspace for a split (0 without one, and for M = 0). With options.split_k == 0 and
 // options.config == -1 the library may take a CUTLASS tile with a split where it would otherwise run
 // the skinny decode kernel (9 <= M <= 32 on narrow weights with a long K), and a split 64-row tile's
-// clamped row where the split's CTAs make most of a wave (src/blockwise_heuristic.h). Host arithmetic on a GPU
-// with `sm_count` SMs (0: the current device's; kUnsupported when there is none); the rule is in
+// clamped row where the split's CTAs make most of a wave. Host arithmetic on a GPU with `sm_count`
+// SMs (0: the current device's; kUnsupported when there is none); the rule is in
 // src/blockwise_heuristic.h. kInvalidArgument for a bad shape (M < 0, N or K <= 0, any of them
 // >= 2^31), config index, skinny_cluster or split_k (a forced split of the skinny kernel included),
 // as blockwise_linear would. ld_x, ld_w as for blockwise_choose_config (0: K).

@@ -291,9 +291,10 @@ def blockwise_linear(
     """Y [M, N] = Σ_g x_scale[m, g] w_scale[n, g] · x_g · w_gᵀ (+ bias), FP8 operands with scales.
 
     x float8_e4m3fn [M, K], w float8_e4m3fn [N, K] (row-major, row stride % 16 == 0, K % 16 == 0,
-    N % 8 == 0 or % 4 for float32 output; fastest with rows on 128-byte lines: fp8_row_ld). Pairs: x "group_1x128" ([M, G] M-major, as quantize_fp8_per_token_group) or
-    "block_128x128" ([ceil(M/128), G]) with w "block_128x128" ([ceil(N/128), G]) or "group_1x128"
-    ([N, G]); or x "per_row" [M] with w "per_row" [N]. bias None or [N]; out_dtype bfloat16
+    N % 8 == 0 or % 4 for float32 output; fastest with rows on 128-byte lines: fp8_row_ld). Pairs:
+    x "group_1x128" ([M, G] M-major, as quantize_fp8_per_token_group) or "block_128x128"
+    ([ceil(M/128), G]) with w "block_128x128" ([ceil(N/128), G]) or "group_1x128" ([N, G]); or x
+    "per_row" [M] with w "per_row" [N]. bias None or [N]; out_dtype bfloat16
     (default), float16 or float32."""
     if out_dtype is not None:  # trailing defaults left out, as in sparse24_linear
         return _call(_bl, x, x_scale, x_granularity, w, w_scale, w_granularity, bias, out_dtype)
