@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Write the README's "between the grid points" table from two `qsgemm bench --sweep` JSON files.
+"""Write docs/performance.md's "between the grid points" table from two `qsgemm bench --sweep` JSON files.
 
 For each chosen M (default: sweep values between 128 and 5000 where the earlier run was slowest
 against cuBLASLt), the geometric mean over the sweep's layers of cuBLASLt FP8 row-wise time / qsgemm
 time, and the lowest layer's, for the current run (--with-before: the earlier run too, as
-docs/performance.md compares them). The README part between `<!-- sweep-table:begin -->` and
-`<!-- sweep-table:end -->` is replaced (--print: stdout).
+docs/performance.md compares them). The part of docs/performance.md (--readme) between
+`<!-- sweep-table:begin -->` and `<!-- sweep-table:end -->` is replaced (--print: stdout).
 """
 import argparse
 import json
@@ -40,7 +40,7 @@ def main(argv=None):
     ap.add_argument("--before", default=os.path.join(root, "bench/results/h200/tuning/sparse24_sweep_before_tail.json"))
     ap.add_argument("--after", default=os.path.join(root, "bench/results/h200/sparse24_sweep.json"))
     ap.add_argument("--ms", default=DEFAULT_MS)
-    ap.add_argument("--readme", default=os.path.join(root, "README.md"))
+    ap.add_argument("--readme", default=os.path.join(root, "docs/performance.md"))
     ap.add_argument("--with-before", action="store_true", help="also the --before run's row")
     ap.add_argument("--print", action="store_true")
     a = ap.parse_args(argv)
