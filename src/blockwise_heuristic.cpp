@@ -68,22 +68,16 @@ bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count)
   return 30 * waves_192 < picked;
 }
 
-bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count) {
-  if (tile_m <= 0 || M <= tile_m) return false;  // one token tile: nothing to clamp
+bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count, int split_k) {
+  if (tile_m <= 0 || M <= tile_m || split_k < 1) return false;  // one token tile: nothing to clamp
   const int64_t cols = ceil_div(M, int64_t{tile_m});
   const int64_t oob = cols * tile_m - M;  // rows of the last token tile past M
   if (2 * oob < tile_m || cols > kBlockwiseClampMaxTokenTiles) return false;
-  const int64_t tiles10 = 10 * cols * ceil_div(N, int64_t{128});
-  // Two 128-row token tiles from 0.8 of a wave (tune_blockwise_subwave_clamp.txt).
-  return tiles10 >= 9 * int64_t{sm_count} || (cols == 2 && tile_m == 128 && tiles10 >= 8 * int64_t{sm_count});
-}
-
-bool blockwise_split_clamp_pays(int64_t M, int64_t N, int tile_m, int split_k, int sm_count) {
-  if (tile_m <= 0 || M <= tile_m || split_k < 2) return false;
-  const int64_t cols = ceil_div(M, int64_t{tile_m});
-  const int64_t oob = cols * tile_m - M;
-  if (2 * oob < tile_m || cols > kBlockwiseClampMaxTokenTiles) return false;
-  return 10 * cols * ceil_div(N, int64_t{128}) * split_k >= 8 * int64_t{sm_count};
+  const int64_t ctas10 = 10 * cols * ceil_div(N, int64_t{128}) * split_k;
+  // From 0.8 of a wave for split tiles and for two 128-row token tiles (tune_blockwise_split_clamp.txt,
+  // tune_blockwise_subwave_clamp.txt), 0.9 otherwise.
+  const bool from_08 = split_k > 1 || (cols == 2 && tile_m == 128);
+  return ctas10 >= (from_08 ? 8 : 9) * int64_t{sm_count};
 }
 
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count,
@@ -149,7 +143,7 @@ BlockwiseChoice blockwise_choose(int64_t M, int64_t N, int64_t K, ScaleGranulari
     // The split multiplies the CTAs, so a plain 64-row tile that was under the clamp rule's wave may
     // clear it (only a pick of the library's own, config == -1; the split 128-row tile was not measured).
     if (config < 0 && plan.split_k > 1 && plan.config == kNarrow && blockwise_config_supports(kNarrowClamped, gx, gw) &&
-        blockwise_split_clamp_pays(M, N, kBlockwiseConfigs[kNarrow].tile_m, plan.split_k, sm_count))
+        blockwise_clamp_pays(M, N, kBlockwiseConfigs[kNarrow].tile_m, sm_count, plan.split_k))
       plan.config = kNarrowClamped;
     return plan;
   }

@@ -68,12 +68,11 @@ bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count)
 // tile lay past M: 660-12684 tokens). Two 128-row token tiles clamp from 0.8 of a wave: on
 // 6912-7168-row weights (54-56 tiles, 0.82-0.85 waves) at 140-192 tokens the clamp was 1.07-1.46x
 // faster on 7 of 8 shapes, 0.98x at 176 tokens on 7168x2048 (tune_blockwise_subwave_clamp.txt).
-bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count);
-// The same for a tile split split_k ways over K (blockwise_split_k): the CTAs are tiles x split_k, and
-// the clamp pays from 0.8 of a wave of them. Split 64-row tiles at 67-90 tokens (two token tiles,
-// 2 x 28-32 weight tiles, K = 4096-18944): the clamped row 1.00-1.19x faster; from 100 tokens, and
-// on 20 weight tiles (0.6 waves), 1-3 % slower (tune_blockwise_split_clamp.txt).
-bool blockwise_split_clamp_pays(int64_t M, int64_t N, int tile_m, int split_k, int sm_count);
+// A tile split split_k ways over K (blockwise_split_k) runs tiles x split_k CTAs, and clamps from 0.8
+// of a wave of them: split 64-row tiles at 67-90 tokens (two token tiles, 2 x 28-32 weight tiles,
+// K = 4096-18944) ran the clamped row 1.00-1.19x faster; from 100 tokens, and on 20 weight tiles
+// (0.6 waves), 1-3 % slower (tune_blockwise_split_clamp.txt).
+bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count, int split_k = 1);
 inline constexpr int64_t kBlockwiseClampMaxTokenTiles = 4;
 
 // The public heuristic (blockwise.h's blockwise_choose_config): the pick refined for the scale pair

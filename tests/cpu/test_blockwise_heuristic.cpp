@@ -117,8 +117,8 @@ TEST(BlockwiseHeuristic, ClampedRowsWhereTheLastTokenTileIsMostlyPastM) {
   EXPECT_EQ(kernels::blockwise_choose(100, 4096, 14336, G::kGroup1x128, G::kBlock128x128, -1, 0, 132, true).config, nr);
   EXPECT_EQ(blockwise_plan(67, 2312, 6144, G::kGroup1x128, G::kBlock128x128, BlockwiseOptions{}, 132).config, nr_c)
       << "the GPU test's case (BlockwiseGpu.SplitKByHeuristic)";
-  EXPECT_TRUE(kernels::blockwise_split_clamp_pays(67, 3584, 64, 2, 132));   // 112 CTAs, 0.85 waves
-  EXPECT_FALSE(kernels::blockwise_split_clamp_pays(67, 3584, 64, 1, 132));
+  EXPECT_TRUE(kernels::blockwise_clamp_pays(67, 3584, 64, 132, 2));   // 112 CTAs, 0.85 waves
+  EXPECT_FALSE(kernels::blockwise_clamp_pays(67, 3584, 64, 132, 1));
   // A clamped pick is the clamped row of the plain pick's tile (or, below 128 tokens, of the 64-row
   // tile in place of one 128-row tile).
   for (int64_t M = 65; M <= 3000; M += 7) {
