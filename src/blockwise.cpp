@@ -12,6 +12,7 @@
 
 #include "blockwise_heuristic.h"
 #include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
+#include "kernels/sm90/common/splitk_reduce.h"
 #include "linear_common.h"
 #include "qsgemm/device.h"
 #include "qsgemm/formats.h"
@@ -96,10 +97,11 @@ void check_problem(const char* fn, int64_t M, int64_t N, int64_t K, G gx, G gw, 
   }
   const int sk = o.split_k;
   if (sk >= 2) {
-    if (K % (int64_t{kScaleGroupK} * sk) != 0)
+    const int64_t whole = K / kScaleGroupK;  // the slices share the whole groups; the reduction adds the rest
+    if (whole < sk || whole % sk != 0)
       detail::fail(fn, Status::kInvalidArgument, "options.split_k",
-                   detail::cat("split_k=", sk, " needs K to be a multiple of 128 x ", sk, " = ", kScaleGroupK * sk,
-                               " (whole 128-wide groups per slice): K=", K));
+                   detail::cat("split_k=", sk, " needs the whole 128-wide groups of K to be a multiple of ", sk,
+                               " (the same number per slice): K=", K, " has ", whole));
     if (o.config == kernels::kSkinnyConfig)
       detail::fail(fn, Status::kInvalidArgument, "options.split_k",
                    detail::cat("split_k=", sk, " applies to the CUTLASS configurations, not config ", o.config, " (",
@@ -250,17 +252,38 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   a.swizzle = order.swizzle;
   a.raster = order.raster;
   if (plan.split_k == 1) return kernels::run_blockwise_gemm(a, plan.config, stream);
-  // The GEMM writes split_k unbiased float32 slices into the workspace; the reduction writes y.
-  detail::run_split_k(fn, plan.split_k, y, bias, options.workspace, dev.sm_count, stream, [&](void* ws_ptr) {
-    kernels::BlockwiseGemmArgs g = a;
-    g.splits = plan.split_k;
-    g.y = ws_ptr;
-    g.y_dtype = DType::kF32;
-    g.ldy = N;
-    g.bias_f32 = nullptr;
-    g.bias_out = nullptr;
-    kernels::run_blockwise_gemm(g, plan.config, stream);
-  });
+  // The GEMM writes split_k unbiased float32 slices of the whole groups into the workspace; the
+  // reduction adds them, the partial last group (K % 128 columns) if any, and writes y.
+  kernels::SplitKTail tail;
+  const int64_t k0 = K / kScaleGroupK * kScaleGroupK, last = K / kScaleGroupK;  // the partial group's start, index
+  if (k0 < K) {
+    // The partial group's scale of row r: s[(r >> shift) · stride] (layouts in include/qsgemm/blockwise.h).
+    const auto scale_of = [&](G g, const float* s, bool m_major, int64_t ld, const float*& p, int64_t& stride, int& shift) {
+      p = g == G::kPerRow ? s : s + (m_major ? last * ld : last);
+      stride = g == G::kPerRow || m_major ? 1 : k_groups;
+      shift = g == G::kBlock128x128 ? 7 : 0;
+    };
+    tail.x = static_cast<const uint8_t*>(x.data) + k0;
+    tail.ldx = x.ld;
+    tail.w = static_cast<const uint8_t*>(w.data) + k0;
+    tail.ldw = w.ld;
+    tail.kt = static_cast<int>(K - k0);
+    scale_of(gx, x_scale.data, gx == G::kGroup1x128, x_scale.ld, tail.sx, tail.sx_stride, tail.sx_shift);
+    scale_of(gw, w_scale.data, false, 0, tail.sw, tail.sw_stride, tail.sw_shift);
+  }
+  detail::run_split_k(
+      fn, plan.split_k, y, bias, options.workspace, dev.sm_count, stream,
+      [&](void* ws_ptr) {
+        kernels::BlockwiseGemmArgs g = a;
+        g.splits = plan.split_k;
+        g.y = ws_ptr;
+        g.y_dtype = DType::kF32;
+        g.ldy = N;
+        g.bias_f32 = nullptr;
+        g.bias_out = nullptr;
+        kernels::run_blockwise_gemm(g, plan.config, stream);
+      },
+      k0 < K ? &tail : nullptr);
 }
 
 int blockwise_num_configs() { return kernels::kBlockwiseNumConfigs; }

@@ -108,11 +108,11 @@ int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranular
   constexpr int64_t kMinGroups = 32;          // K >= 4096
   constexpr int64_t kMinGroupsPerSlice = 8;
   if (config < 0 || config >= kBlockwiseNumConfigs || config == kSkinnyConfig) return 1;
-  if (M <= 0 || N <= 0 || K <= 0 || K % kScaleGroupK != 0) return 1;
+  if (M <= 0 || N <= 0 || K <= 0) return 1;
   const BlockwiseConfig& c = kBlockwiseConfigs[config];
   const int64_t reach = gw == ScaleGranularity::kGroup1x128 ? 56 : 28;  // CUTLASS's mainloop: twice
   if (reach * int64_t{c.tile_m + c.tile_n} < N + M) return 1;
-  const int64_t kb = K / kScaleGroupK;
+  const int64_t kb = K / kScaleGroupK;  // whole groups: the slices share them, the reduction adds a partial one
   if (kb < kMinGroups) return 1;
   const int64_t sms = sm_count;
   const int64_t tiles = ceil_div(M, c.tile_m) * ceil_div(N, c.tile_n);

@@ -85,7 +85,9 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
 // weight gives few tiles and each busy SM streams its W tile far below DRAM speed; cutting K into S
 // slices runs tiles x S CTAs. Taken when one CTA per tile is clearly slower than DRAM
 // (28·(tile_m + tile_n) >= N + M, twice that with CUTLASS's slower mainloop for 1x128 weight
-// scales), K >= 4096, at least 8 groups per slice and one wave. Data: tune_blockwise_splitk*.jsonl.
+// scales), at least 32 whole 128-wide groups in K, 8 per slice, and one wave. The slices hold the
+// whole groups; a partial last group is added by the reduction kernel, so K = 14352 splits like
+// K = 14336. Data: tune_blockwise_splitk*.jsonl.
 int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranularity gw, int sm_count);
 
 // CUTLASS's tile order for `config`: bands of 4 tiles rastered along M from M = 2048 on weights of at

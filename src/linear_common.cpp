@@ -80,12 +80,12 @@ LinearPlan select_plan(const char* fn, const LinearOptions& o, int64_t M, int64_
 }
 
 void run_split_k(const char* fn, int split_k, const MatrixView& y, const VectorView& bias, void* workspace, int sm_count,
-                 cudaStream_t stream, FunctionRef<void(void*)> gemm_into) {
+                 cudaStream_t stream, FunctionRef<void(void*)> gemm_into, const kernels::SplitKTail* tail) {
   gemm_into(workspace);
   const bool b = has_bias(bias);
   kernels::run_splitk_reduce({static_cast<const float*>(workspace), split_k, static_cast<int>(y.rows),
                               static_cast<int>(y.cols), b ? bias.data : nullptr, bias.dtype, y.data, y.dtype, y.ld,
-                              sm_count, fn},
+                              sm_count, fn, tail},
                              stream);
 }
 

@@ -18,6 +18,10 @@
 #include "qsgemm/tensor.h"
 #include "validate.h"
 
+namespace qsgemm::kernels {
+struct SplitKTail;  // kernels/sm90/common/splitk_reduce.h
+}  // namespace qsgemm::kernels
+
 namespace qsgemm::detail {
 
 // A non-owning reference to a callable, for the per-call callbacks below: unlike std::function it
@@ -93,9 +97,11 @@ LinearPlan select_plan(const char* fn, const LinearOptions& o, int64_t M, int64_
                        FunctionRef<LinearPlan(bool with_workspace)> plan, std::string (*describe)(int config));
 
 // Split-K: gemm_into(workspace) writes split_k scaled, unbiased float32 slices [split_k][M][N] into
-// the workspace; then the reduction adds them in order with the bias and writes y.
+// the workspace; then the reduction adds them in order, the tail (a blockwise K's partial last
+// group) where one is given, and the bias, and writes y.
 void run_split_k(const char* fn, int split_k, const MatrixView& y, const VectorView& bias, void* workspace,
-                 int sm_count, cudaStream_t stream, FunctionRef<void(void* workspace)> gemm_into);
+                 int sm_count, cudaStream_t stream, FunctionRef<void(void* workspace)> gemm_into,
+                 const kernels::SplitKTail* tail = nullptr);
 
 // "name (i)" lists of a config table for errors: "a, b, c".
 std::string list_names(int count, const std::function<std::string(int)>& name);

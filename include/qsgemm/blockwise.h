@@ -42,15 +42,17 @@ namespace qsgemm {
 //     kBlock128x128) and the problem (the split-K decode kernel, "skinny_m32_splitk", serves
 //     M <= 32): otherwise kInvalidArgument. Every configuration gives the same result up to float32
 //     rounding.
-//   split_k: for the CUTLASS tiles (not the skinny kernel): K is cut into split_k equal slices of
-//     whole 128-wide groups, each slice's partial products go to a float32 slice of the workspace
-//     ([split_k][M][N]), and a second kernel on `stream` adds the slices in slice order, adds the
-//     bias and writes y. It fills the SMs that a narrow weight leaves idle at small M.
+//   split_k: for the CUTLASS tiles (not the skinny kernel): the whole 128-wide groups of K are cut
+//     into split_k equal slices, each slice's partial products go to a float32 slice of the
+//     workspace ([split_k][M][N]), and a second kernel on `stream` adds the slices in slice order,
+//     then a partial last group's products (K % 128 columns, float32 FMAs), then the bias, and
+//     writes y. It fills the SMs that a narrow weight leaves idle at small M.
 //     Deterministic; not bit-identical to the unsplit kernel, same error bounds.
 //       0 (default): the library chooses (blockwise_plan) and splits only given the workspace the
 //         plan needs; 1: never; 2..16: forced (for tuning: `qsgemm tune blockwise --split-k`):
-//         requires K % (128 * split_k) == 0, a CUTLASS configuration (not the skinny kernel, whether
-//         forced or chosen) and the workspace; otherwise kInvalidArgument.
+//         requires floor(K / 128) to be a multiple of split_k (at least one group per slice), a
+//         CUTLASS configuration (not the skinny kernel, whether forced or chosen) and the
+//         workspace; otherwise kInvalidArgument.
 //   workspace: for split-K, 16-byte aligned (checked whenever it is non-null). It need not be
 //     zeroed: the call writes every element it reads.
 struct BlockwiseOptions : LinearOptions {

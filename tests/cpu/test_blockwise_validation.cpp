@@ -245,8 +245,17 @@ TEST(BlockwiseValidation, SplitK) {
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "split_k=17 must be", "options.split_k");
   c.opt.split_k = 3;  // 512 = 4 groups
   expect_error([&] { c.run(); }, Status::kInvalidArgument,
-               "split_k=3 needs K to be a multiple of 128 x 3 = 384 (whole 128-wide groups per slice): K=512",
+               "split_k=3 needs the whole 128-wide groups of K to be a multiple of 3 (the same number per slice): "
+               "K=512 has 4",
                "options.split_k");
+  // A partial last group is not counted (the reduction adds it), and every slice needs a group.
+  for (const auto& [K, whole] : {std::pair<int64_t, int>{400, 3}, {112, 0}}) {  // 400 = 3 groups + 16
+    Case p;
+    p.x.cols = p.w.cols = K;
+    p.opt.split_k = 2;
+    expect_error([&] { p.run(); }, Status::kInvalidArgument, "K=" + std::to_string(K) + " has " + std::to_string(whole),
+                 "options.split_k");
+  }
   c.opt.split_k = 2;
   c.opt.config = 3;
   expect_error([&] { c.run(); }, Status::kInvalidArgument,
@@ -620,8 +629,8 @@ TEST(BlockwiseHeuristic, TileOrder) {
 }
 
 // Split-K (given a workspace): only the CUTLASS tiles, only where one CTA per tile streams the
-// weight slower than DRAM (28 x (tile_m + tile_n) >= N + M; 56 x with per-channel weight scales) and K >= 4096, whole 128-wide groups
-// and at least eight per slice, never more CTAs than SMs; the largest such split.
+// weight slower than DRAM (28 x (tile_m + tile_n) >= N + M; 56 x with per-channel weight scales), at
+// least 32 whole 128-wide groups and eight per slice, never more CTAs than SMs; the largest such split.
 TEST(BlockwiseHeuristic, SplitK) {
   using kernels::blockwise_split_k;
   // Narrow weights at small M: N = 4096 is 32 tiles of 64x128 -> 4 slices (128 CTAs); 2112 is 17 -> 7.
@@ -631,10 +640,13 @@ TEST(BlockwiseHeuristic, SplitK) {
   EXPECT_EQ(blockwise_split_k(256, 4096, 4096, 0, G::kBlock128x128, 132), 2);   // 64 tiles of 128x128
   EXPECT_EQ(blockwise_split_k(64, 4096, 14336, 1, G::kBlock128x128, 64), 2);    // fewer SMs
   EXPECT_EQ(blockwise_split_k(64, 2112, 28672, 1, G::kBlock128x128, 132), 7);   // 224 groups: 7 x 17 tiles
-  // Never: the skinny kernel, K not in whole groups or below 4096, a full GPU, a weight wide enough
-  // that one CTA per tile draws it at DRAM speed.
+  // A partial last group splits like the whole groups before it (the reduction adds it).
+  EXPECT_EQ(blockwise_split_k(64, 4096, 14352, 1, G::kBlock128x128, 132), 4);
+  EXPECT_EQ(blockwise_split_k(32, 4096, 4112, 1, G::kGroup1x128, 132), 4);
+  // Never: the skinny kernel, fewer than 32 whole groups, a full GPU, a weight wide enough that one
+  // CTA per tile draws it at DRAM speed.
   EXPECT_EQ(blockwise_split_k(16, 4096, 4096, kernels::kSkinnyConfig, G::kBlock128x128, 132), 1);
-  EXPECT_EQ(blockwise_split_k(64, 4096, 4112, 1, G::kBlock128x128, 132), 1);
+  EXPECT_EQ(blockwise_split_k(64, 4096, 4080, 1, G::kBlock128x128, 132), 1);  // 31 whole groups
   EXPECT_EQ(blockwise_split_k(64, 4096, 2048, 1, G::kBlock128x128, 132), 1);
   EXPECT_EQ(blockwise_split_k(4096, 4096, 4096, 0, G::kBlock128x128, 132), 1);
   EXPECT_EQ(blockwise_split_k(64, 6144, 8192, 1, G::kBlock128x128, 132), 1);
@@ -691,8 +703,8 @@ TEST(BlockwiseHeuristic, Plan) {
   EXPECT_EQ(plan(17, 2112, 7168, G::kBlock128x128, G::kGroup1x128), P(0, 7));
   EXPECT_EQ(plan(32, 2112, 7168, G::kBlock128x128, G::kBlock128x128), P(0, 7));
   EXPECT_EQ(plan(24, 256, 7168, G::kBlock128x128, G::kBlock128x128), P(kernels::kSkinnyConfig, 1));
-  EXPECT_EQ(plan(32, 2112, 4112, G::kBlock128x128, G::kGroup1x128), P(kernels::kSkinnyConfig, 1))
-      << "K not in whole groups: no split, so the skinny kernel stays";
+  EXPECT_EQ(plan(32, 2112, 4112, G::kBlock128x128, G::kGroup1x128), P(0, 4))
+      << "a partial last group splits like the whole groups before it (the reduction adds it)";
   EXPECT_EQ(plan(16, 4096, 14336, G::kPerRow, G::kPerRow), P(1, 4));
   // A forced configuration is kept (and the skinny kernel is never split); a forced split is taken.
   o.config = kernels::kSkinnyConfig;

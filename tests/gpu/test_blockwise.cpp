@@ -605,8 +605,9 @@ Case shape_case(int64_t M, int64_t N, int64_t K, G gx, G gw) {
 }
 
 // Split-K forced (BlockwiseOptions::split_k) on every CUTLASS configuration and scale pair it
-// serves: partial tiles in M and N, 2 to 8 K slices, every output dtype, each bias kind (the
-// reduction kernel adds it), a padded Y (the reduction honours ld and leaves the padding alone).
+// serves: partial tiles in M and N, 2 to 8 K slices, a partial last K group (16 or 112 columns,
+// which the reduction kernel adds), every output dtype, each bias kind (the reduction adds it too),
+// a padded Y (the reduction honours ld and leaves the padding alone).
 TEST_F(BlockwiseGpu, SplitKEveryConfig) {
   std::mt19937 rng(1101);
   size_t i = 0;
@@ -615,9 +616,9 @@ TEST_F(BlockwiseGpu, SplitKEveryConfig) {
     for (const auto& [gx, gw] : kPairs) {
       if (!blockwise_config_supports(config, gx, gw)) continue;
       for (const auto& [M, N, K, S] : {std::tuple<int64_t, int64_t, int64_t, int>{1, 136, 512, 2},
-                                       std::tuple<int64_t, int64_t, int64_t, int>{65, 264, 1536, 3},
+                                       std::tuple<int64_t, int64_t, int64_t, int>{65, 264, 1552, 3},
                                        std::tuple<int64_t, int64_t, int64_t, int>{130, 392, 4096, 8},
-                                       std::tuple<int64_t, int64_t, int64_t, int>{257, 136, 2048, 4}}) {
+                                       std::tuple<int64_t, int64_t, int64_t, int>{257, 136, 2160, 4}}) {
         Case c = shape_case(M, N, K, gx, gw);
         c.config = config;
         c.split_k = S;
@@ -650,7 +651,7 @@ TEST_F(BlockwiseGpu, SplitKByHeuristic) {
     run_case(c, rng, stream_);
   };
   for (const auto& [gx, gw] : kPairs)
-    for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{33, 1032, 4096},
+    for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{33, 1032, 4208},  // 32 groups + 112
                                   std::tuple<int64_t, int64_t, int64_t>{100, 520, 4096},
                                   // 9..32 tokens: the 64x128 tile split instead of the skinny kernel
                                   // (for x 128x128 blocks, which that tile cannot serve, the 128x128 tile).

@@ -444,7 +444,8 @@ TEST(GemmExact, BlockwiseEveryConfigEveryScalePairFp32) {
   EXPECT_GE(runs, 3 * blockwise_num_configs());
 }
 
-// Split-K (forced) on every CUTLASS configuration and pair it serves: 2 and 4 slices of K = 1024.
+// Split-K (forced) on every CUTLASS configuration and pair it serves: 2 and 4 slices of K = 1024,
+// and of K's 8 whole groups with a partial last group of 16 or 112 columns (added by the reduction).
 TEST(GemmExact, BlockwiseSplitKEveryConfigFp32) {
   QSGEMM_REQUIRE_SM90();
   std::mt19937 rng(2405);
@@ -452,19 +453,20 @@ TEST(GemmExact, BlockwiseSplitKEveryConfigFp32) {
     if (blockwise_config_name(c).rfind("skinny", 0) == 0) continue;  // split_k is rejected there (documented)
     for (const auto& [gx, gw] : kPairs) {
       if (!blockwise_config_supports(c, gx, gw)) continue;
-      for (int split : {2, 4}) {
-        BlockCase bc;
-        bc.config = c;
-        bc.gx = gx;
-        bc.gw = gw;
-        bc.M = split == 2 ? 65 : 3;
-        bc.N = 136;
-        bc.K = 1024;
-        bc.split_k = split;
-        bc.bias = split == 2;
-        run_blockwise_exact(bc, rng);
-        if (HasFatalFailure()) return;
-      }
+      for (int split : {2, 4})
+        for (int tail : {0, split == 2 ? 16 : 112}) {
+          BlockCase bc;
+          bc.config = c;
+          bc.gx = gx;
+          bc.gw = gw;
+          bc.M = split == 2 ? 65 : 3;
+          bc.N = 136;
+          bc.K = 1024 + tail;
+          bc.split_k = split;
+          bc.bias = split == 2;
+          run_blockwise_exact(bc, rng);
+          if (HasFatalFailure()) return;
+        }
     }
   }
 }

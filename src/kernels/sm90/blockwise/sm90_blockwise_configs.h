@@ -131,9 +131,9 @@ struct BlockwiseGemmArgs {
   int skinny_cluster = 0;  // the skinny kernel's cluster size; 0: skinny_shape chooses
   int swizzle = 1, raster = 0;  // CUTLASS's tile order (src/tile_order.h); the skinny kernel ignores it
   // Split-K (CUTLASS configurations only): > 1 runs the GEMM as `splits` batches over K slices of
-  // K / splits (whole 128-wide groups; K % (128 * splits) == 0) into y = float32 [splits][M][ldy],
-  // unbiased; run_splitk_reduce (kernels/sm90/common/splitk_reduce.h) then writes the real output.
-  // src/blockwise.cpp sets it up.
+  // floor(K / 128) / splits whole 128-wide groups (floor(K / 128) % splits == 0) into y = float32
+  // [splits][M][ldy], unbiased; run_splitk_reduce (kernels/sm90/common/splitk_reduce.h) then adds
+  // them, the partial last group (K % 128 columns) and the bias. src/blockwise.cpp sets it up.
   int splits = 1;
 };
 

@@ -205,14 +205,14 @@ struct BlockwiseGemm {
                        make_stride(make_stride(_0{}, s_rows), make_stride(_0{}, s_k), s_l));
   }
 
-  // Split-K (a.splits = S > 1) is CUTLASS's batch mode L = S over K slices: batch l reads columns
-  // [l·K/S, (l+1)·K/S) of X and W (an L stride of K/S elements; K/S is a multiple of 128, so
-  // 16-byte aligned for TMA, and each slice holds whole scale groups), scale groups
-  // [l·kb/S, (l+1)·kb/S), and writes the float32 slice l of y = [S][M][ldy].
+  // Split-K (a.splits = S > 1) is CUTLASS's batch mode L = S over K slices of the whole groups:
+  // batch l reads groups [l·kbs, (l+1)·kbs) with kbs = floor(K/128) / S (an L stride of Ks = 128·kbs
+  // elements, so 16-byte aligned for TMA) of X, W and their scales, and writes the float32 slice l
+  // of y = [S][M][ldy]. A partial last group (K % 128 columns) is left to the reduction kernel.
   static typename Gemm::Arguments arguments(const BlockwiseGemmArgs& a) {
     const int M = a.M, N = a.N, K = a.K, kb = (K + 127) / 128;
     const int S = a.splits;
-    const int Ks = K / S, kbs = kb / S;  // S == 1: K and kb
+    const int kbs = S > 1 ? K / 128 / S : kb, Ks = S > 1 ? 128 * kbs : K;
     using StrideA = typename Kernel::StrideA;
     using StrideB = typename Kernel::StrideB;
     using StrideD = typename Kernel::StrideD;

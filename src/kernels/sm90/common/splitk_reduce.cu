@@ -3,12 +3,16 @@
 //   y[m,n] = round(((ws[0][m][n] + ws[1][m][n]) + ... + ws[S-1][m][n]) + bias_f32[n] + bias_out[n])
 // in slice order, so the result does not depend on scheduling. Four consecutive columns per
 // thread (N % 4 == 0: blockwise_linear's output rules), float4 loads, one store of 4 outputs.
+// A blockwise K with a partial last group (SplitKTail) adds that group's dot products after the
+// slices: at most 112 columns, cheaper on CUDA cores here than as a GEMM launch of its own, and it
+// lets K = 112·128 + 16 split like K = 112·128 (whole groups per slice).
 //
 // It is launched with programmatic dependent launch: its CTAs may be scheduled while the GEMM's
 // last tiles run (on the SMs the GEMM leaves idle, which is why there is a split at all), and
 // griddepcontrol.wait holds every thread until the GEMM has finished and its writes are visible.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -52,8 +56,45 @@ __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 
-template <class Out>
-__global__ void __launch_bounds__(256) splitk_reduce_kernel(const SplitKReduceParams<Out> p) {
+// 16 e4m3 values (exact in float).
+__device__ __forceinline__ void e4m3x16_to_float(const uint4 v, float (&f)[16]) {
+  const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const __half2_raw r = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(u[i] >> (16 * h)), __NV_E4M3);
+      const float2 t = __half22float2(*reinterpret_cast<const __half2*>(&r));
+      f[4 * i + 2 * h] = t.x;
+      f[4 * i + 2 * h + 1] = t.y;
+    }
+}
+
+// The tail group's contribution to outputs (m, n..n+3): SplitKTail in splitk_reduce.h.
+__device__ __forceinline__ float4 tail_dot(const SplitKTail& t, int m, int n) {
+  float d[4] = {0.f, 0.f, 0.f, 0.f};
+  const uint8_t* xr = t.x + m * t.ldx;
+  for (int k = 0; k < t.kt; k += 16) {
+    float xf[16], wf[16];
+    e4m3x16_to_float(__ldg(reinterpret_cast<const uint4*>(xr + k)), xf);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      e4m3x16_to_float(__ldg(reinterpret_cast<const uint4*>(t.w + (n + j) * t.ldw + k)), wf);
+#pragma unroll
+      for (int i = 0; i < 16; ++i) d[j] = fmaf(xf[i], wf[i], d[j]);
+    }
+  }
+  const float sx = t.sx[(m >> t.sx_shift) * t.sx_stride];
+  float4 r;
+  r.x = d[0] * (sx * t.sw[((n + 0) >> t.sw_shift) * t.sw_stride]);
+  r.y = d[1] * (sx * t.sw[((n + 1) >> t.sw_shift) * t.sw_stride]);
+  r.z = d[2] * (sx * t.sw[((n + 2) >> t.sw_shift) * t.sw_stride]);
+  r.w = d[3] * (sx * t.sw[((n + 3) >> t.sw_shift) * t.sw_stride]);
+  return r;
+}
+
+template <class Out, bool kTail>
+__global__ void __launch_bounds__(256) splitk_reduce_kernel(const SplitKReduceParams<Out> p, const SplitKTail t) {
   // Wait for the GEMM (a no-op when launched without programmatic dependent launch).
   asm volatile("griddepcontrol.wait;" ::: "memory");
   const int n4 = p.N / 4;
@@ -64,6 +105,13 @@ __global__ void __launch_bounds__(256) splitk_reduce_kernel(const SplitKReducePa
     float4 acc = *reinterpret_cast<const float4*>(src);
     for (int s = 1; s < p.splits; ++s) {
       const float4 v = *reinterpret_cast<const float4*>(src + s * p.slice);
+      acc.x += v.x;
+      acc.y += v.y;
+      acc.z += v.z;
+      acc.w += v.w;
+    }
+    if constexpr (kTail) {
+      const float4 v = tail_dot(t, m, n);
       acc.x += v.x;
       acc.y += v.y;
       acc.z += v.z;
@@ -112,7 +160,9 @@ void launch(const SplitKReduceArgs& a, cudaStream_t stream) {
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  detail::check_cuda(cudaLaunchKernelEx(&cfg, splitk_reduce_kernel<Out>, p), a.fn, "cudaLaunchKernelEx(split-K reduction)");
+  const cudaError_t e = a.tail ? cudaLaunchKernelEx(&cfg, splitk_reduce_kernel<Out, true>, p, *a.tail)
+                               : cudaLaunchKernelEx(&cfg, splitk_reduce_kernel<Out, false>, p, SplitKTail{});
+  detail::check_cuda(e, a.fn, "cudaLaunchKernelEx(split-K reduction)");
 }
 
 }  // namespace
