@@ -113,7 +113,10 @@ int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranular
   const int64_t reach = gw == ScaleGranularity::kGroup1x128 ? 56 : 28;  // CUTLASS's mainloop: twice
   if (reach * int64_t{c.tile_m + c.tile_n} < N + M) return 1;
   const int64_t kb = K / kScaleGroupK;  // whole groups: the slices share them, the reduction adds a partial one
-  if (kb < kMinGroups) return 1;
+  // The partial group costs the reduction 1-2.5 us (N = 4096, 24-120 tokens), more than a split gains
+  // on half the groups: at K = 4112 the split lost 0.3-3 us, at 14352 it gained 4-6
+  // (tune_blockwise_partialk_split.txt).
+  if (kb < (K % kScaleGroupK != 0 ? 2 * kMinGroups : kMinGroups)) return 1;
   const int64_t sms = sm_count;
   const int64_t tiles = ceil_div(M, c.tile_m) * ceil_div(N, c.tile_n);
   int best = 1;

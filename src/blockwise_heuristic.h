@@ -87,7 +87,8 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
 // (28·(tile_m + tile_n) >= N + M, twice that with CUTLASS's slower mainloop for 1x128 weight
 // scales), at least 32 whole 128-wide groups in K, 8 per slice, and one wave. The slices hold the
 // whole groups; a partial last group is added by the reduction kernel, so K = 14352 splits like
-// K = 14336. Data: tune_blockwise_splitk*.jsonl.
+// K = 14336, but only from 64 whole groups (the tail costs more than a shorter K gains). Data:
+// tune_blockwise_splitk*.jsonl, tune_blockwise_partialk_split.txt.
 int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranularity gw, int sm_count);
 
 // CUTLASS's tile order for `config`: bands of 4 tiles rastered along M from M = 2048 on weights of at

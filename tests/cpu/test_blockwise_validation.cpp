@@ -630,7 +630,8 @@ TEST(BlockwiseHeuristic, TileOrder) {
 
 // Split-K (given a workspace): only the CUTLASS tiles, only where one CTA per tile streams the
 // weight slower than DRAM (28 x (tile_m + tile_n) >= N + M; 56 x with per-channel weight scales), at
-// least 32 whole 128-wide groups and eight per slice, never more CTAs than SMs; the largest such split.
+// least 32 whole 128-wide groups (64 with a partial last group) and eight per slice, never more CTAs
+// than SMs; the largest such split.
 TEST(BlockwiseHeuristic, SplitK) {
   using kernels::blockwise_split_k;
   // Narrow weights at small M: N = 4096 is 32 tiles of 64x128 -> 4 slices (128 CTAs); 2112 is 17 -> 7.
@@ -640,9 +641,13 @@ TEST(BlockwiseHeuristic, SplitK) {
   EXPECT_EQ(blockwise_split_k(256, 4096, 4096, 0, G::kBlock128x128, 132), 2);   // 64 tiles of 128x128
   EXPECT_EQ(blockwise_split_k(64, 4096, 14336, 1, G::kBlock128x128, 64), 2);    // fewer SMs
   EXPECT_EQ(blockwise_split_k(64, 2112, 28672, 1, G::kBlock128x128, 132), 7);   // 224 groups: 7 x 17 tiles
-  // A partial last group splits like the whole groups before it (the reduction adds it).
+  // A partial last group splits like the whole groups before it (the reduction adds it), from 64
+  // whole groups.
   EXPECT_EQ(blockwise_split_k(64, 4096, 14352, 1, G::kBlock128x128, 132), 4);
-  EXPECT_EQ(blockwise_split_k(32, 4096, 4112, 1, G::kGroup1x128, 132), 4);
+  EXPECT_EQ(blockwise_split_k(32, 4096, 8208, 1, G::kGroup1x128, 132), 4);
+  EXPECT_EQ(blockwise_split_k(32, 4096, 8176, 1, G::kGroup1x128, 132), 1);   // 63 whole groups
+  EXPECT_EQ(blockwise_split_k(32, 4096, 4112, 1, G::kGroup1x128, 132), 1);
+  EXPECT_EQ(blockwise_split_k(32, 4096, 4096, 1, G::kGroup1x128, 132), 4);
   // Never: the skinny kernel, fewer than 32 whole groups, a full GPU, a weight wide enough that one
   // CTA per tile draws it at DRAM speed.
   EXPECT_EQ(blockwise_split_k(16, 4096, 4096, kernels::kSkinnyConfig, G::kBlock128x128, 132), 1);
@@ -703,8 +708,10 @@ TEST(BlockwiseHeuristic, Plan) {
   EXPECT_EQ(plan(17, 2112, 7168, G::kBlock128x128, G::kGroup1x128), P(0, 7));
   EXPECT_EQ(plan(32, 2112, 7168, G::kBlock128x128, G::kBlock128x128), P(0, 7));
   EXPECT_EQ(plan(24, 256, 7168, G::kBlock128x128, G::kBlock128x128), P(kernels::kSkinnyConfig, 1));
-  EXPECT_EQ(plan(32, 2112, 4112, G::kBlock128x128, G::kGroup1x128), P(0, 4))
+  EXPECT_EQ(plan(32, 2112, 8208, G::kBlock128x128, G::kGroup1x128), P(0, 4))
       << "a partial last group splits like the whole groups before it (the reduction adds it)";
+  EXPECT_EQ(plan(32, 2112, 4112, G::kBlock128x128, G::kGroup1x128), P(kernels::kSkinnyConfig, 1))
+      << "below 64 whole groups a partial last group is not split, so the skinny kernel stays";
   EXPECT_EQ(plan(16, 4096, 14336, G::kPerRow, G::kPerRow), P(1, 4));
   // A forced configuration is kept (and the skinny kernel is never split); a forced split is taken.
   o.config = kernels::kSkinnyConfig;

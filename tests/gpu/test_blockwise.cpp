@@ -651,7 +651,7 @@ TEST_F(BlockwiseGpu, SplitKByHeuristic) {
     run_case(c, rng, stream_);
   };
   for (const auto& [gx, gw] : kPairs)
-    for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{33, 1032, 4208},  // 32 groups + 112
+    for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{33, 1032, 8304},  // 64 groups + 112
                                   std::tuple<int64_t, int64_t, int64_t>{100, 520, 4096},
                                   // 9..32 tokens: the 64x128 tile split instead of the skinny kernel
                                   // (for x 128x128 blocks, which that tile cannot serve, the 128x128 tile).
