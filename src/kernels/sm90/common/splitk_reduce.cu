@@ -7,9 +7,10 @@
 // slices: at most 112 columns, cheaper on CUDA cores here than as a GEMM launch of its own, and it
 // lets K = 112·128 + 16 split like K = 112·128 (whole groups per slice).
 //
-// It is launched with programmatic dependent launch: its CTAs may be scheduled while the GEMM's
-// last tiles run (on the SMs the GEMM leaves idle, which is why there is a split at all), and
-// griddepcontrol.wait holds every thread until the GEMM has finished and its writes are visible.
+// It is launched with programmatic dependent launch, and griddepcontrol.wait holds every thread
+// until the GEMM has finished and its writes are visible. CUTLASS's kernels here are built without
+// CUTLASS_ENABLE_GDC_FOR_SM90, so they signal their dependents only as their CTAs exit: what the
+// launch overlaps is the GEMM's end, not its last tiles.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
