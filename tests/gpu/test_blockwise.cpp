@@ -675,6 +675,14 @@ TEST_F(BlockwiseGpu, SplitKByHeuristic) {
       run_split(M, 6144, 4096, gx, G::kGroup1x128);
       if (HasFatalFailure()) return;
     }
+  // Beyond the reach, one token tile at least 40 % past M splits in two: the 64-row tile at 20
+  // tokens (43 weight tiles), the 128-row tile at 50 (57 tiles, x in 128x128 blocks).
+  run_split(20, 5504, 4096, G::kGroup1x128, G::kBlock128x128);
+  if (HasFatalFailure()) return;
+  run_split(50, 7296, 4096, G::kBlock128x128, G::kBlock128x128);
+  if (HasFatalFailure()) return;
+  // A partial last group with 1x128 weight scales splits from 32 whole groups up to 128 tokens.
+  run_split(40, 4096, 4112, G::kGroup1x128, G::kGroup1x128);
 }
 
 }  // namespace
