@@ -111,18 +111,20 @@ int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranular
   if (M <= 0 || N <= 0 || K <= 0) return 1;
   const BlockwiseConfig& c = kBlockwiseConfigs[config];
   const int64_t reach = gw == ScaleGranularity::kGroup1x128 ? 56 : 28;  // CUTLASS's mainloop: twice
+  const int64_t kb = K / kScaleGroupK;  // whole groups: the slices share them, the reduction adds a partial one
   // One token tile at least 40 % past M streams its W tile more slowly than a full one (its empty
-  // rows still cost), so two slices pay beyond the reach (tune_blockwise_empty_rows_split.txt).
-  const bool empty_rows = M > kBlockwiseEmptyRowsMinM && 5 * M <= 3 * int64_t{c.tile_m};
+  // rows still cost), so two slices pay beyond the reach, from 64 whole groups
+  // (tune_blockwise_empty_rows_split.txt; at K = 4096 two slices were 1-5 % slower).
+  const bool empty_rows = M > kBlockwiseSkinnyRuleMaxM && 5 * M <= 3 * int64_t{c.tile_m} && kb >= 2 * kMinGroups;
   const bool reached = reach * int64_t{c.tile_m + c.tile_n} >= N + M;
   if (!reached && !empty_rows) return 1;
-  const int64_t kb = K / kScaleGroupK;  // whole groups: the slices share them, the reduction adds a partial one
   // The partial group costs the reduction 1-2.5 us (N = 4096, 24-120 tokens), more than a split gains
   // on half the groups: at K = 4112 the split lost 0.3-3 us, at 14352 it gained 4-6
-  // (tune_blockwise_partialk_split.txt). Not with 1x128 weight scales up to 128 tokens, whose
+  // (tune_blockwise_partialk_split.txt). Not with 1x128 weight scales at 17-128 tokens, whose
   // unsplit mainloop is slow enough that the split gains more (K = 4112: 18.4 -> 16.0 us and
-  // 21.8 -> 17.1 at 20-40 tokens, tune_blockwise_partialk_split_pairs.txt).
-  const bool tail_pays = gw == ScaleGranularity::kGroup1x128 && M <= 128;
+  // 21.8 -> 17.1 at 20-40 tokens, tune_blockwise_partialk_split_pairs.txt); at 9-16 tokens the
+  // skinny kernel, which the split would replace, was faster.
+  const bool tail_pays = gw == ScaleGranularity::kGroup1x128 && M > kBlockwiseSkinnyRuleMaxM && M <= 128;
   if (kb < (K % kScaleGroupK != 0 && !tail_pays ? 2 * kMinGroups : kMinGroups)) return 1;
   const int64_t sms = sm_count;
   const int64_t tiles = ceil_div(M, c.tile_m) * ceil_div(N, c.tile_n);

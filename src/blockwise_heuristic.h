@@ -87,17 +87,18 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
 // (28·(tile_m + tile_n) >= N + M, twice that with CUTLASS's slower mainloop for 1x128 weight
 // scales), at least 32 whole 128-wide groups in K, 8 per slice, and one wave. Beyond that reach,
 // two slices where the one token tile is at least 40 % past M (from 17 tokens: 64-row tiles up to
-// 38 tokens, 128-row tiles up to 76): on 5120-8192-row weights, K = 7168-27648, two slices were
-// 1.02-1.16x faster on the 64-row tile at 18-35 tokens (1 % slower once, a tie at K = 7168) and
-// 1.06-1.36x on the 128-row tile at 18-70 (tune_blockwise_empty_rows_split.txt). The slices hold
-// the whole groups; a partial last group is added by the reduction kernel, so K = 14352 splits like
-// K = 14336, but only from 64 whole groups (the tail costs more than a shorter K gains), except with
-// 1x128 weight scales up to 128 tokens (their slower unsplit mainloop loses more). Data:
-// tune_blockwise_splitk*.jsonl, tune_blockwise_partialk_split*.txt.
+// 38 tokens, 128-row tiles up to 76) and K has at least 64 whole groups: on 5120-8192-row weights,
+// K = 7168-27648, two slices were 1.02-1.16x faster on the 64-row tile at 18-35 tokens (1 % slower
+// once, a tie at K = 7168) and 1.06-1.36x on the 128-row tile at 18-70
+// (tune_blockwise_empty_rows_split.txt); at K = 4096 (6144 rows, 24-32 tokens) 1-5 % slower. The
+// slices hold the whole groups; a partial last group is added by the reduction kernel, so
+// K = 14352 splits like K = 14336, but only from 64 whole groups (the tail costs more than a
+// shorter K gains), except with 1x128 weight scales at 17-128 tokens (their slower unsplit
+// mainloop loses more). Data: tune_blockwise_splitk*.jsonl, tune_blockwise_partialk_split*.txt.
 int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranularity gw, int sm_count);
-// Tokens above which blockwise_split_k splits a token tile mostly past M beyond the reach (at 9-16
-// tokens the skinny kernel's rule decides, blockwise_choose).
-inline constexpr int64_t kBlockwiseEmptyRowsMinM = 16;
+// Tokens up to which blockwise_split_k keeps to the reach and the 64-group rule: at 9-16 tokens a
+// split replaces the skinny kernel (blockwise_choose), which these two rules were not fitted against.
+inline constexpr int64_t kBlockwiseSkinnyRuleMaxM = 16;
 
 // CUTLASS's tile order for `config`: bands of 4 tiles rastered along M from M = 2048 on weights of at
 // least 4096 rows; CUTLASS's default elsewhere, where the swizzle measured slower (tune_tile_order.txt);

@@ -630,8 +630,8 @@ TEST(BlockwiseHeuristic, TileOrder) {
 
 // Split-K (given a workspace): only the CUTLASS tiles, only where one CTA per tile streams the
 // weight slower than DRAM (28 x (tile_m + tile_n) >= N + M; 56 x with per-channel weight scales), at
-// least 32 whole 128-wide groups (64 with a partial last group, but with 1x128 weight scales up to
-// 128 tokens) and eight per slice, never more CTAs
+// least 32 whole 128-wide groups (64 with a partial last group, but with 1x128 weight scales at
+// 17-128 tokens) and eight per slice, never more CTAs
 // than SMs; the largest such split.
 TEST(BlockwiseHeuristic, SplitK) {
   using kernels::blockwise_split_k;
@@ -653,6 +653,7 @@ TEST(BlockwiseHeuristic, SplitK) {
   EXPECT_EQ(blockwise_split_k(32, 4096, 4112, 1, G::kGroup1x128, 132), 4);
   EXPECT_EQ(blockwise_split_k(128, 4096, 4112, 0, G::kGroup1x128, 132), 4);
   EXPECT_EQ(blockwise_split_k(129, 4096, 4112, 0, G::kGroup1x128, 132), 1);
+  EXPECT_EQ(blockwise_split_k(16, 4096, 4112, 1, G::kGroup1x128, 132), 1);   // the skinny kernel's range
   EXPECT_EQ(blockwise_split_k(32, 4096, 8176, 1, G::kGroup1x128, 132), 3);   // 63 whole groups: 3 x 21
   // Never: the skinny kernel, fewer than 32 whole groups, a full GPU, a weight wide enough that one
   // CTA per tile draws it at DRAM speed.
@@ -687,14 +688,14 @@ TEST(BlockwiseHeuristic, SplitK) {
             EXPECT_LE(tiles * s, sms > 0 ? sms : 132) << M << "x" << N << "x" << K;
             // Beyond the reach only a token tile at least 40 % past M, and only into two slices.
             if (N + M > (gw == G::kGroup1x128 ? 56 : 28) * (c.tile_m + c.tile_n)) {
-              EXPECT_TRUE(M > 16 && 5 * M <= 3 * c.tile_m) << M << "x" << N << "x" << K;
+              EXPECT_TRUE(M > 16 && 5 * M <= 3 * c.tile_m && kb >= 64) << M << "x" << N << "x" << K;
               EXPECT_EQ(s, 2) << M << "x" << N << "x" << K;
             }
           }
 }
 
 // Beyond the reach: two slices where the one token tile is at least 40 % past M, from 17 tokens
-// (64-row tiles up to 38 tokens, 128-row tiles up to 76), when two fit in a wave.
+// (64-row tiles up to 38 tokens, 128-row tiles up to 76), from 64 whole groups, when two fit in a wave.
 TEST(BlockwiseHeuristic, SplitKTokenTileMostlyEmpty) {
   using kernels::blockwise_split_k;
   const int nr = blockwise_config_index("64x128x128_c1x1_pingpong"), sq = blockwise_config_index("128x128x128_c1x1_coop");
@@ -709,6 +710,8 @@ TEST(BlockwiseHeuristic, SplitKTokenTileMostlyEmpty) {
   EXPECT_EQ(blockwise_split_k(24, 10240, 8192, nr, G::kBlock128x128, 132), 1);   // 80 tiles: two do not fit
   EXPECT_EQ(blockwise_split_k(24, 8192, 29568, nr, G::kBlock128x128, 132), 1);   // 231 groups: not even
   EXPECT_EQ(blockwise_split_k(24, 8192, 2048, nr, G::kBlock128x128, 132), 1);    // 16 groups
+  EXPECT_EQ(blockwise_split_k(24, 6144, 4096, nr, G::kBlock128x128, 132), 1);    // 32 groups: under 64
+  EXPECT_EQ(blockwise_split_k(24, 6144, 8192, nr, G::kBlock128x128, 132), 2);
   // What blockwise_linear runs: l3-70b.down (8192 x 28672) at 24 tokens, 2d x at 48.
   const auto plan = [](int64_t M, int64_t N, int64_t K, G gx, G gw) {
     const LinearPlan p = blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, 132);
@@ -749,7 +752,8 @@ TEST(BlockwiseHeuristic, Plan) {
   EXPECT_EQ(plan(32, 2112, 4112, G::kBlock128x128, G::kBlock128x128), P(kernels::kSkinnyConfig, 1))
       << "below 64 whole groups a partial last group is not split, so the skinny kernel stays";
   EXPECT_EQ(plan(32, 2112, 4112, G::kBlock128x128, G::kGroup1x128), P(0, 4))
-      << "with 1x128 weight scales up to 128 tokens, from 32 whole groups";
+      << "with 1x128 weight scales at 17-128 tokens, from 32 whole groups";
+  EXPECT_EQ(plan(16, 4096, 4112, G::kGroup1x128, G::kGroup1x128), P(kernels::kSkinnyConfig, 1));
   EXPECT_EQ(plan(16, 4096, 14336, G::kPerRow, G::kPerRow), P(1, 4));
   // A forced configuration is kept (and the skinny kernel is never split); a forced split is taken.
   o.config = kernels::kSkinnyConfig;
