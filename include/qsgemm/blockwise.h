@@ -18,8 +18,9 @@
 // with qsgemm's mainloop that keeps the next K tile's MMAs running while one is promoted (same sums,
 // bit-identical results); per_row x per_row runs them with unit scales in the K loop and applies
 // the two scale vectors in the epilogue; M <= 32 mostly a split-K decode kernel that sums each
-// 128-group in float32. Given a workspace (BlockwiseOptions::workspace), narrow weights at small M
-// split K over more CTAs and a second kernel adds the slices. The configurations are listed in
+// 128-group in float32. Given a workspace (BlockwiseOptions::workspace), narrow weights at small M,
+// and deep ones whose only token tile is mostly past M, split K over more CTAs and a second kernel
+// adds the slices. The configurations are listed in
 // src/kernels/sm90/blockwise/sm90_blockwise_configs.h.
 #pragma once
 
