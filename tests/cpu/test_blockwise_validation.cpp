@@ -649,7 +649,7 @@ TEST(BlockwiseHeuristic, SplitK) {
   EXPECT_EQ(blockwise_split_k(32, 4096, 8176, 1, G::kBlock128x128, 132), 1);  // 63 whole groups
   EXPECT_EQ(blockwise_split_k(32, 4096, 4112, 1, G::kBlock128x128, 132), 1);   // 32 whole groups
   EXPECT_EQ(blockwise_split_k(32, 4096, 4096, 1, G::kGroup1x128, 132), 4);
-  // With 1x128 weight scales up to 128 tokens, from 32 whole groups.
+  // With 1x128 weight scales at 17-128 tokens, from 32 whole groups.
   EXPECT_EQ(blockwise_split_k(32, 4096, 4112, 1, G::kGroup1x128, 132), 4);
   EXPECT_EQ(blockwise_split_k(128, 4096, 4112, 0, G::kGroup1x128, 132), 4);
   EXPECT_EQ(blockwise_split_k(129, 4096, 4112, 0, G::kGroup1x128, 132), 1);
@@ -712,6 +712,7 @@ TEST(BlockwiseHeuristic, SplitKTokenTileMostlyEmpty) {
   EXPECT_EQ(blockwise_split_k(24, 8192, 2048, nr, G::kBlock128x128, 132), 1);    // 16 groups
   EXPECT_EQ(blockwise_split_k(24, 6144, 4096, nr, G::kBlock128x128, 132), 1);    // 32 groups: under 64
   EXPECT_EQ(blockwise_split_k(24, 6144, 8192, nr, G::kBlock128x128, 132), 2);
+  EXPECT_EQ(blockwise_split_k(32, 6144, 4096, nr, G::kBlock128x128, 132), 1);
   // What blockwise_linear runs: l3-70b.down (8192 x 28672) at 24 tokens, 2d x at 48.
   const auto plan = [](int64_t M, int64_t N, int64_t K, G gx, G gw) {
     const LinearPlan p = blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, 132);
