@@ -23,6 +23,7 @@ enum class Sparse24Unit : uint8_t {
   kWide,     // sm90_sparse24_gemm_wide_*.cu: more data-parallel tiles, in units of their own
   kStreamK,  // sm90_sparse24_gemm_streamk_*.cu: CUTLASS's stream-K scheduler (needs a workspace)
   kSkinny,   // not CUTLASS: the split-K decode kernel (sm90_sparse24_skinny.cu)
+  kBetween,  // sm90_sparse24_gemm_between_*.cu: token tiles between the powers of two (96, 160)
 };
 
 struct Sparse24ConfigRow {
@@ -42,7 +43,9 @@ struct Sparse24ConfigRow {
   constexpr bool stream_k() const { return unit == Sparse24Unit::kStreamK; }
   constexpr bool skinny() const { return unit == Sparse24Unit::kSkinny; }
   // Split-K runs on the data-parallel CUTLASS tiles only.
-  constexpr bool splittable() const { return unit == Sparse24Unit::kMain || unit == Sparse24Unit::kWide; }
+  constexpr bool splittable() const {
+    return unit == Sparse24Unit::kMain || unit == Sparse24Unit::kWide || unit == Sparse24Unit::kBetween;
+  }
 };
 
 // The names follow <tile_m>x<tile_n>x<tile_k>_c<cluster_m>x<cluster_n>_<coop|pingpong>[_fastaccum]
@@ -78,6 +81,13 @@ inline constexpr Sparse24ConfigRow kSparse24Configs[] = {
     {"64x8x256_c1x1_pingpong", 64, 8, 256, 1, 1, false, false, true, Sparse24Unit::kWide},
     {"128x16x256_c1x1_coop_streamk", 128, 16, 256, 1, 1, true, false, true, Sparse24Unit::kStreamK},
     {"128x8x256_c1x1_coop_streamk", 128, 8, 256, 1, 1, true, false, true, Sparse24Unit::kStreamK},
+    // Token tiles between the powers of two (issue #24). Where M is a little over 64 or 128 tokens,
+    // the 64- and 128-token tiles need a second (clamped) column, i.e. twice the MMA work, and the
+    // next wider tile reads up to 63 rows of X past M: 65-96 tokens fit one 96-token column, 129-160
+    // one 160-token column. 128x160 keeps one accumulator tile and its promoted copy (160 registers;
+    // two partials would need 240). sparse24_partial_column weighs them like the other tiles.
+    {"64x96x256_c1x1_pingpong", 64, 96, 256, 1, 1, false, false, true, Sparse24Unit::kBetween},
+    {"128x160x256_c1x1_coop", 128, 160, 256, 1, 1, true, false, false, Sparse24Unit::kBetween},
 };
 inline constexpr int kSparse24NumConfigs = static_cast<int>(sizeof(kSparse24Configs) / sizeof(kSparse24Configs[0]));
 

@@ -1,6 +1,6 @@
 // Picks the instantiation for the output / bias dtypes of a call (instantiations live in
-// sm90_sparse24_gemm_out_*_bias_*.cu, the wide table's in sm90_sparse24_gemm_wide_*.cu, the stream-K
-// ones in sm90_sparse24_gemm_streamk_*.cu).
+// sm90_sparse24_gemm_out_*_bias_*.cu, the wide table's in sm90_sparse24_gemm_wide_*.cu, the between
+// tiles' in sm90_sparse24_gemm_between_*.cu, the stream-K ones in sm90_sparse24_gemm_streamk_*.cu).
 #include "kernels/sm90/sparse24/sm90_sparse24_gemm.cuh"
 
 namespace qsgemm::kernels {
@@ -15,6 +15,11 @@ template <> void run_sparse24_wide_config<cutlass::bfloat16_t, float>(const Spar
 template <> void run_sparse24_wide_config<cutlass::half_t, cutlass::half_t>(const Sparse24GemmArgs&, int, cudaStream_t);
 template <> void run_sparse24_wide_config<cutlass::half_t, float>(const Sparse24GemmArgs&, int, cudaStream_t);
 template <> void run_sparse24_wide_config<float, float>(const Sparse24GemmArgs&, int, cudaStream_t);
+template <> void run_sparse24_between_config<cutlass::bfloat16_t, cutlass::bfloat16_t>(const Sparse24GemmArgs&, int, cudaStream_t);
+template <> void run_sparse24_between_config<cutlass::bfloat16_t, float>(const Sparse24GemmArgs&, int, cudaStream_t);
+template <> void run_sparse24_between_config<cutlass::half_t, cutlass::half_t>(const Sparse24GemmArgs&, int, cudaStream_t);
+template <> void run_sparse24_between_config<cutlass::half_t, float>(const Sparse24GemmArgs&, int, cudaStream_t);
+template <> void run_sparse24_between_config<float, float>(const Sparse24GemmArgs&, int, cudaStream_t);
 template <> void run_sparse24_streamk_config<cutlass::bfloat16_t, cutlass::bfloat16_t>(const Sparse24GemmArgs&, int, cudaStream_t);
 template <> void run_sparse24_streamk_config<cutlass::bfloat16_t, float>(const Sparse24GemmArgs&, int, cudaStream_t);
 template <> void run_sparse24_streamk_config<cutlass::half_t, cutlass::half_t>(const Sparse24GemmArgs&, int, cudaStream_t);
@@ -55,6 +60,7 @@ struct Run {
     switch (kSparse24Configs[config].unit) {
       case Sparse24Unit::kStreamK: return run_sparse24_streamk_config<Out, Bias>(a, config, stream);
       case Sparse24Unit::kWide: return run_sparse24_wide_config<Out, Bias>(a, config, stream);
+      case Sparse24Unit::kBetween: return run_sparse24_between_config<Out, Bias>(a, config, stream);
       case Sparse24Unit::kMain: return run_sparse24_config<Out, Bias>(a, config, stream);
       case Sparse24Unit::kSkinny: break;
     }

@@ -259,11 +259,16 @@ size_t sparse24_streamk_unit_workspace_bytes(const Sparse24GemmArgs& a, int conf
   return sparse24_unit_workspace_bytes<Out, Bias>(a, config, std::make_integer_sequence<int, kSparse24NumConfigs>{});
 }
 
-// The wide and stream-K units' explicit specializations for one dtype pair.
+// The wide, between and stream-K units' explicit specializations for one dtype pair.
 #define QSGEMM_SPARSE24_WIDE_INSTANCE(Out, Bias)                                                      \
   template <>                                                                                         \
   void run_sparse24_wide_config<Out, Bias>(const Sparse24GemmArgs& a, int config, cudaStream_t stream) { \
     run_sparse24_unit<Sparse24Unit::kWide, Out, Bias>(a, config, stream);                             \
+  }
+#define QSGEMM_SPARSE24_BETWEEN_INSTANCE(Out, Bias)                                                      \
+  template <>                                                                                            \
+  void run_sparse24_between_config<Out, Bias>(const Sparse24GemmArgs& a, int config, cudaStream_t stream) { \
+    run_sparse24_unit<Sparse24Unit::kBetween, Out, Bias>(a, config, stream);                             \
   }
 #define QSGEMM_SPARSE24_STREAMK_INSTANCE(Out, Bias)                                                       \
   template <>                                                                                             \

@@ -45,6 +45,9 @@ size_t sparse24_gemm_workspace_bytes(const Sparse24GemmArgs& a, int config);
 // dtype pair (sm90_sparse24_gemm_wide_*.cu); run_sparse24_gemm dispatches to them.
 template <class ElementOut, class ElementBias>
 void run_sparse24_wide_config(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
+// The kBetween rows (sm90_sparse24_gemm_between_*.cu), likewise.
+template <class ElementOut, class ElementBias>
+void run_sparse24_between_config(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
 // The kStreamK rows, one instantiation per output / bias dtype pair
 // (sm90_sparse24_gemm_streamk_*.cu); run_sparse24_gemm and sparse24_gemm_workspace_bytes dispatch to them.
 template <class ElementOut, class ElementBias>
