@@ -22,7 +22,11 @@ bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count) {
 // the cost model's picks (128x32 stream-K, 64x128) measured slower (tuning/tune_sparse24_band.jsonl,
 // layers outside the sweep). Below 1.5 waves the model decides (10240 x 8192, M = 90: 128x32
 // stream-K 9 % faster, tune_sparse24_between.jsonl). Promoted accumulation only: not measured fast.
+// From 82 to 96 tokens the 64x96 tile instead (one column, at most 14 rows past M): on four layers
+// of other models 1.07-1.18x faster than 64x64 at 86 and 94 tokens, 3-6 % slower at 78 (18 rows
+// past M), 5-25 % slower at 102-112, where it needs two columns (tuning/tune_sparse24_between_tiles.jsonl).
 constexpr int64_t kSk128MinTokens = 104;
+constexpr int64_t kSparse24Band96MinTokens = 82;
 namespace {
 bool two_column_band(int64_t M_tokens, int64_t N_out, int sm_count, bool fast_accum) {
   return !fast_accum && M_tokens > 64 && M_tokens < kSk128MinTokens && 2 * ((N_out + 63) / 64) >= 3 * int64_t{sm_count};
@@ -63,7 +67,10 @@ int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count,
   if (M_tokens < kSparse24FastMinTokens) fast_accum = false;
   if (sparse24_skinny_decode(M_tokens, N_out, K, sm_count)) return kSparse24SkinnyConfig;
   if (!fast_accum && sparse24_narrow_wide_tile(M_tokens, N_out, sm_count)) return sparse24_detail::kWide.index;
-  if (two_column_band(M_tokens, N_out, sm_count, fast_accum)) return sparse24_detail::kDefault[1].index;  // 64x64
+  if (two_column_band(M_tokens, N_out, sm_count, fast_accum))  // 64x96 near its one column's end, else 64x64
+    return M_tokens >= kSparse24Band96MinTokens && M_tokens <= sparse24_detail::kBetween[0].tile_n
+               ? sparse24_detail::kBetween[0].index
+               : sparse24_detail::kDefault[1].index;
   if (stream_k) {
     const int c = sparse24_heuristic_stream_k(M_tokens, N_out, sm_count);
     // 128x128 stream-K below kSk128MinTokens: too many out-of-bounds rows (above); promoted mode only.
@@ -144,6 +151,7 @@ constexpr TileRate kTileRates[] = {
     {"64x128x256_c1x1_pingpong_fastaccum", 2.0}, {"128x128x256_c1x2_coop_fastaccum", 2.50},
     {"128x256x128_c1x2_coop_fastaccum", 4.40},   {"128x192x256_c1x1_coop", 3.08},
     {"128x32x256_c1x1_coop_streamk", 1.26},      {"128x128x256_c1x1_coop_streamk", 2.56},
+    {"64x96x256_c1x1_pingpong", 1.39},           {"128x160x256_c1x1_coop", 2.84},
 };
 constexpr double kFixedUs = 1.5;             // launch and prologue/epilogue of one call
 constexpr double kStreamBytesPerUs = 3.1e6;  // HBM3e streaming rate the GEMMs reach (~73 % of copy)
@@ -209,7 +217,14 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   // workspace, the stream-K tiles.
   for (int i = 0; i < n_family; ++i)
     if (M >= kSparse24Configs[family[i].index].tile_n) consider_one(family[i].index);
-  if (!fast_accum && M >= sparse24_detail::kWide.tile_n) consider_one(sparse24_detail::kWide.index);
+  // With promoted accumulation also the 128x192 tile and the between tiles where one column holds M
+  // with at most kSparse24FewOobRows rows past it; the between tiles only up to two columns, as
+  // far as they were measured (tuning/tune_sparse24_between_tiles.jsonl).
+  if (!fast_accum) {
+    if (M + kSparse24FewOobRows >= sparse24_detail::kWide.tile_n) consider_one(sparse24_detail::kWide.index);
+    for (const sparse24_detail::Tile& t : sparse24_detail::kBetween)
+      if (M + kSparse24FewOobRows >= t.tile_n && M <= 2 * t.tile_n) consider_one(t.index);
+  }
   if (with_workspace)
     for (int t : {sparse24_detail::kStreamK128x32, sparse24_detail::kStreamK128x128})
       if (M >= kSparse24Configs[t].tile_n) consider_one(t);

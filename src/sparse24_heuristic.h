@@ -28,6 +28,9 @@ inline constexpr Tile kFast[] = {tile("64x32x256_c1x1_pingpong_fastaccum"), tile
                                  tile("64x128x256_c1x1_pingpong_fastaccum"), tile("128x128x256_c1x2_coop_fastaccum"),
                                  tile("128x256x128_c1x2_coop_fastaccum")};
 inline constexpr Tile kWide = tile("128x192x256_c1x1_coop");  // promoted accumulation, cluster 1x1
+// The tiles between the powers of two (promoted accumulation, cluster 1x1): one column of 96 or 160
+// tokens where 64 or 128 would need two. Only sparse24_partial_column takes them.
+inline constexpr Tile kBetween[] = {tile("64x96x256_c1x1_pingpong"), tile("128x160x256_c1x1_coop")};
 inline constexpr int kStreamK128x32 = sparse24_named("128x32x256_c1x1_coop_streamk");
 inline constexpr int kStreamK128x128 = sparse24_named("128x128x256_c1x1_coop_streamk");
 // The 8- and 16-token siblings of the 64x32 ping-pong and 128x32 stream-K tiles (promoted
@@ -122,6 +125,9 @@ struct Sparse24Choice {
 // per row is fitted with the tile rates below (tuning/tune_sparse24_between.jsonl); it now applies
 // to stream-K tiles and to token counts below one tile only (sparse24_clamps_last_column).
 inline constexpr double kSparse24OobRowCost = 1.75;  // an out-of-bounds token row, in valid rows
+// The 128x192 and between tiles (kWide, kBetween) are weighed where their one column reads at most
+// this many rows of X past M (M + this >= tile_n), or where M fills a column (later columns clamp).
+inline constexpr int64_t kSparse24FewOobRows = 31;
 
 // Whether `config` clamps its last token column inside M: the data-parallel CUTLASS rows do
 // (src/kernels/sm90/common/clamped_token_column.cuh): from tokens >= tile_n on, the tiles of the
