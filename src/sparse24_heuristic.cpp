@@ -17,21 +17,29 @@ bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count) {
   return M_tokens >= 2048 && N_out < 2048 && 2 * tiles192 >= sms;
 }
 
-// 65-103 tokens on weights of >= 1.5 waves of 64-row tiles: the 64x64 tile, its second column
-// clamped inside M. The 128x128 stream-K tile's box would carry more than 24 rows past M there, and
-// the cost model's picks (128x32 stream-K, 64x128) measured slower (tuning/tune_sparse24_band.jsonl,
-// layers outside the sweep). Below 1.5 waves the model decides (10240 x 8192, M = 90: 128x32
-// stream-K 9 % faster, tune_sparse24_between.jsonl). Promoted accumulation only: not measured fast.
-// From 82 to 96 tokens the 64x96 tile instead (one column, at most 14 rows past M): on four layers
-// of other models 1.07-1.18x faster than 64x64 at 86 and 94 tokens, 3-6 % slower at 78 (18 rows
-// past M), 5-25 % slower at 102-112, where it needs two columns (tuning/tune_sparse24_between_tiles.jsonl).
+// 65-112 tokens on weights of >= 1.5 waves of 64-row tiles (promoted accumulation): one 64-row tile
+// per weight tile, measured where the cost model (15 % RMS) is least sure, so sparse24_choose keeps
+// it. The narrowest between tile whose one column holds M (sparse24_band_tile): 64x80 at 65-80,
+// 64x96 at 81-96, 64x112 at 104-112; at 97-103 the 64x64 tile, its second column clamped inside M. On five layers of other models (tuning/tune_sparse24_between_tiles2.jsonl):
+// 64x80 1.00-1.24x faster than 64x64 at 66-78 tokens, 64x96 1.07-1.20x at 86-94, 64x112 as fast as
+// the 128x128 stream-K tile or up to 1.15x faster at 104-110; at 81 (15 rows past M) 64x96 and 64x64
+// tied (0.995x geomean), at 98 (14) 64x112 lost on three of the five. The 128x128 stream-K tile's box would carry more
+// than 24 rows past M below 104 tokens (tuning/tune_sparse24_band.jsonl). Below 1.5 waves the model
+// decides (10240 x 8192, M = 90: 128x32 stream-K 9 % faster, tune_sparse24_between.jsonl).
 constexpr int64_t kSk128MinTokens = 104;
-constexpr int64_t kSparse24Band96MinTokens = 82;
 namespace {
 bool two_column_band(int64_t M_tokens, int64_t N_out, int sm_count, bool fast_accum) {
-  return !fast_accum && M_tokens > 64 && M_tokens < kSk128MinTokens && 2 * ((N_out + 63) / 64) >= 3 * int64_t{sm_count};
+  return !fast_accum && M_tokens > 64 && M_tokens <= 112 && 2 * ((N_out + 63) / 64) >= 3 * int64_t{sm_count};
 }
 }  // namespace
+
+int sparse24_band_tile(int64_t M_tokens) {
+  using namespace sparse24_detail;
+  if (M_tokens > 64 && M_tokens <= 80) return kPingpong64x80;
+  if (M_tokens > 80 && M_tokens <= 96) return kPingpong64x96;
+  if (M_tokens >= 104 && M_tokens <= 112) return kPingpong64x112;
+  return kDefault[1].index;  // 64x64
+}
 
 int sparse24_heuristic_stream_k(int64_t M_tokens, int64_t N_out, int sm_count) {
   using namespace sparse24_detail;
@@ -67,10 +75,7 @@ int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count,
   if (M_tokens < kSparse24FastMinTokens) fast_accum = false;
   if (sparse24_skinny_decode(M_tokens, N_out, K, sm_count)) return kSparse24SkinnyConfig;
   if (!fast_accum && sparse24_narrow_wide_tile(M_tokens, N_out, sm_count)) return sparse24_detail::kWide.index;
-  if (two_column_band(M_tokens, N_out, sm_count, fast_accum))  // 64x96 near its one column's end, else 64x64
-    return M_tokens >= kSparse24Band96MinTokens && M_tokens <= sparse24_detail::kBetween[0].tile_n
-               ? sparse24_detail::kBetween[0].index
-               : sparse24_detail::kDefault[1].index;
+  if (two_column_band(M_tokens, N_out, sm_count, fast_accum)) return sparse24_band_tile(M_tokens);
   if (stream_k) {
     const int c = sparse24_heuristic_stream_k(M_tokens, N_out, sm_count);
     // 128x128 stream-K below kSk128MinTokens: too many out-of-bounds rows (above); promoted mode only.
@@ -152,6 +157,8 @@ constexpr TileRate kTileRates[] = {
     {"128x256x128_c1x2_coop_fastaccum", 4.40},   {"128x192x256_c1x1_coop", 3.08},
     {"128x32x256_c1x1_coop_streamk", 1.26},      {"128x128x256_c1x1_coop_streamk", 2.56},
     {"64x96x256_c1x1_pingpong", 1.39},           {"128x160x256_c1x1_coop", 2.84},
+    {"64x80x256_c1x1_pingpong", 1.29},           {"64x112x256_c1x1_pingpong", 1.57},
+    {"128x144x256_c1x1_coop", 2.84},
 };
 constexpr double kFixedUs = 1.5;             // launch and prologue/epilogue of one call
 constexpr double kStreamBytesPerUs = 3.1e6;  // HBM3e streaming rate the GEMMs reach (~73 % of copy)
@@ -222,8 +229,8 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   // far as they were measured (tuning/tune_sparse24_between_tiles.jsonl).
   if (!fast_accum) {
     if (M + kSparse24FewOobRows >= sparse24_detail::kWide.tile_n) consider_one(sparse24_detail::kWide.index);
-    for (const sparse24_detail::Tile& t : sparse24_detail::kBetween)
-      if (M + kSparse24FewOobRows >= t.tile_n && M <= 2 * t.tile_n) consider_one(t.index);
+    for (const sparse24_detail::BetweenTile& b : sparse24_detail::kBetween)
+      if (M + kSparse24FewOobRows >= b.t.tile_n && M <= b.max_columns * b.t.tile_n) consider_one(b.t.index);
   }
   if (with_workspace)
     for (int t : {sparse24_detail::kStreamK128x32, sparse24_detail::kStreamK128x128})

@@ -28,9 +28,19 @@ inline constexpr Tile kFast[] = {tile("64x32x256_c1x1_pingpong_fastaccum"), tile
                                  tile("64x128x256_c1x1_pingpong_fastaccum"), tile("128x128x256_c1x2_coop_fastaccum"),
                                  tile("128x256x128_c1x2_coop_fastaccum")};
 inline constexpr Tile kWide = tile("128x192x256_c1x1_coop");  // promoted accumulation, cluster 1x1
-// The tiles between the powers of two (promoted accumulation, cluster 1x1): one column of 96 or 160
-// tokens where 64 or 128 would need two. Only sparse24_partial_column takes them.
-inline constexpr Tile kBetween[] = {tile("64x96x256_c1x1_pingpong"), tile("128x160x256_c1x1_coop")};
+// The tiles between the powers of two (promoted accumulation, cluster 1x1): one column of 80 to 160
+// tokens where 64 or 128 would need two. sparse24_band_tile and sparse24_partial_column take them,
+// the latter up to max_columns token columns (as far as they were measured).
+inline constexpr int kPingpong64x80 = sparse24_named("64x80x256_c1x1_pingpong");
+inline constexpr int kPingpong64x96 = sparse24_named("64x96x256_c1x1_pingpong");
+inline constexpr int kPingpong64x112 = sparse24_named("64x112x256_c1x1_pingpong");
+struct BetweenTile {
+  Tile t;
+  int max_columns;
+};
+inline constexpr BetweenTile kBetween[] = {{tile("64x80x256_c1x1_pingpong"), 1},  {tile("64x96x256_c1x1_pingpong"), 2},
+                                           {tile("64x112x256_c1x1_pingpong"), 1}, {tile("128x144x256_c1x1_coop"), 1},
+                                           {tile("128x160x256_c1x1_coop"), 2}};
 inline constexpr int kStreamK128x32 = sparse24_named("128x32x256_c1x1_coop_streamk");
 inline constexpr int kStreamK128x128 = sparse24_named("128x128x256_c1x1_coop_streamk");
 // The 8- and 16-token siblings of the 64x32 ping-pong and 128x32 stream-K tiles (promoted
@@ -55,6 +65,11 @@ bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count);
 // would read the same X rows in lockstep (stream-K's staggered K ranges break that up). -1 where
 // the data-parallel tiles win. Data: tune_sparse24.jsonl.
 int sparse24_heuristic_stream_k(int64_t M_tokens, int64_t N_out, int sm_count);
+
+// The 64-row tile of the band of 65-112 tokens on weights of at least 1.5 waves of 64-row tiles
+// (promoted accumulation; src/sparse24_heuristic.cpp says why): 64x80 at 65-80 tokens, 64x96 at
+// 81-96, 64x112 at 104-112, 64x64 at 97-103.
+int sparse24_band_tile(int64_t M_tokens);
 
 // The split-K decode kernel at M <= 8 on small weights (fewer than 2^24 elements) whose 64-row tiles
 // leave SMs idle; it lost on larger weights, and at 4096 x 4096 to the 64x8 tile by 9 %. Its sums are

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
 #include "qsgemm/sparse24.h"
@@ -195,46 +196,58 @@ TEST(Sparse24Heuristic, NarrowTokenTilesBelowSeventeenTokens) {
   EXPECT_GT(narrow, 0);
 }
 
-// 65-103 tokens on weights of at least 1.5 waves of 64-row tiles: the 64x64 tile (promoted
-// accumulation), with or without a workspace, kept by the cost model, but the 64x96 tile from 82 to
-// 96 tokens (tune_sparse24_between_tiles.jsonl); 104-128 tokens: the 128x128 stream-K tile given a
-// workspace (tune_sparse24_band.jsonl). On narrower weights the cost model decides, but not for
-// 128x128 stream-K below 104 tokens.
-TEST(Sparse24Heuristic, TwoColumnBandBelow104Tokens) {
+// 65-112 tokens on weights of at least 1.5 waves of 64-row tiles (promoted accumulation), with or
+// without a workspace, kept by the cost model: 64x80 at 65-80, 64x96 at 81-96, 64x64 at 97-103,
+// 64x112 at 104-112 (tune_sparse24_between_tiles2.jsonl); 113-128 tokens: the 128x128 stream-K tile
+// given a workspace (tune_sparse24_band.jsonl). On narrower weights the cost model decides, but not
+// for 128x128 stream-K below 104 tokens.
+TEST(Sparse24Heuristic, OneColumnBandTo112Tokens) {
   const int pp64 = sparse24_config_index("64x64x256_c1x1_pingpong");
+  const int pp80 = sparse24_config_index("64x80x256_c1x1_pingpong");
   const int pp96 = sparse24_config_index("64x96x256_c1x1_pingpong");
+  const int pp112 = sparse24_config_index("64x112x256_c1x1_pingpong");
   const int sk128 = sparse24_config_index("128x128x256_c1x1_coop_streamk");
   for (int64_t N : {8448, 10240, 14336, 28672, 57344})
     for (bool ws : {false, true}) {
-      for (int64_t M = 65; M < 104; ++M) {
+      for (int64_t M = 65; M <= 112; ++M) {
         const Sparse24Choice p = kernels::sparse24_choose(M, N, 8192, -1, 0, false, kSms, ws);
         if (N >= 12672) {
-          EXPECT_EQ(p.config, M >= 82 && M <= 96 ? pp96 : pp64) << N << " M=" << M;
+          const int want = M <= 80 ? pp80 : M <= 96 ? pp96 : M <= 103 ? pp64 : pp112;
+          EXPECT_EQ(p.config, want) << N << " M=" << M;
+          EXPECT_EQ(kernels::sparse24_band_tile(M), want) << M;
           EXPECT_EQ(p.split_k, 1);
           EXPECT_LT(p.tail_config, 0);
+          // one column of the tile holds M with at most 15 rows past it, or the 64x64 pair
+          const int64_t tn = kernels::kSparse24Configs[p.config].tile_n;
+          EXPECT_TRUE(p.config == pp64 || (M <= tn && tn - M <= 15)) << N << " M=" << M;
         }
-        EXPECT_NE(p.config, sk128) << N << " M=" << M;
+        if (M < 104) EXPECT_NE(p.config, sk128) << N << " M=" << M;
       }
-      for (int64_t M = 104; M <= 128; ++M) {
+      for (int64_t M = 113; M <= 128; ++M) {
         const Sparse24Choice p = kernels::sparse24_choose(M, N, 8192, -1, 0, false, kSms, ws);
         if (ws && N > 8448) EXPECT_EQ(p.config, sk128) << N << " M=" << M;  // 8448 (one wave): the model's pick
       }
     }
 }
 
-// The tiles between the powers of two (promoted accumulation): 128x160 where one 160-token column
-// holds 129-160 tokens on weights of several waves (the 128x128 pair computed 256 tokens there), and
-// at 257-320 tokens (two clamped columns; the 128x192 pair computed 384); 128x192 where its one
-// column holds 161-191 tokens. Never in fast accumulation from its threshold on, never beyond two of
-// their columns, never where one column would read more than 31 rows past M. Data:
-// tune_sparse24_between_tiles.jsonl.
+// The tiles between the powers of two (promoted accumulation) through the cost model, on weights
+// of several waves: 128x144 where its one column holds 129-144 tokens and 128x160 at 145-160 (the
+// 128x128 pair computed 256 tokens there), 128x160 at 257-320 tokens (two clamped columns; the
+// 128x192 tile computed 384); 128x192 where its one column holds 161-191 tokens. Never in fast
+// accumulation from its threshold on, never beyond the columns they were measured on (one, two for
+// 64x96 and 128x160), never where one column would read more than 31 rows past M. Data:
+// tune_sparse24_between_tiles.jsonl, tune_sparse24_between_tiles2.jsonl.
 TEST(Sparse24Heuristic, BetweenTilesOneOrTwoColumns) {
+  const int c144 = sparse24_config_index("128x144x256_c1x1_coop");
   const int c160 = sparse24_config_index("128x160x256_c1x1_coop");
-  const int c96 = sparse24_config_index("64x96x256_c1x1_pingpong");
   const int c192 = sparse24_config_index("128x192x256_c1x1_coop");
+  std::vector<int> between;
+  for (const auto& b : kernels::sparse24_detail::kBetween) between.push_back(b.t.index);
+  EXPECT_EQ(between.size(), 5u);
   for (bool ws : {false, true}) {
     for (int64_t N : {14336, 28672, 57344}) {
-      for (int64_t M : {141, 150, 158}) EXPECT_EQ(kernels::sparse24_choose(M, N, 8192, -1, 0, false, kSms, ws).config, c160) << N << " M=" << M;
+      for (int64_t M : {130, 136, 144}) EXPECT_EQ(kernels::sparse24_choose(M, N, 8192, -1, 0, false, kSms, ws).config, c144) << N << " M=" << M;
+      for (int64_t M : {150, 158}) EXPECT_EQ(kernels::sparse24_choose(M, N, 8192, -1, 0, false, kSms, ws).config, c160) << N << " M=" << M;
       for (int64_t M : {174, 185}) EXPECT_EQ(kernels::sparse24_choose(M, N, 8192, -1, 0, false, kSms, ws).config, c192) << N << " M=" << M;
       for (int64_t M : {279, 307}) EXPECT_EQ(kernels::sparse24_choose(M, N, 8192, -1, 0, false, kSms, ws).config, c160) << N << " M=" << M;
     }
@@ -242,11 +255,11 @@ TEST(Sparse24Heuristic, BetweenTilesOneOrTwoColumns) {
       for (int64_t M = 1; M <= 20000; M += (M < 1000 ? 1 : 97))
         for (bool fast : {false, true}) {
           const Sparse24Choice p = kernels::sparse24_choose(M, s.N, s.K, -1, 0, fast, kSms, ws);
-          for (int c : {p.config, p.tail_config}) {
-            if (c != c160 && c != c96) continue;
-            const int64_t tn = kernels::kSparse24Configs[c].tile_n;
+          for (const auto& b : kernels::sparse24_detail::kBetween) {
+            if (p.config != b.t.index && p.tail_config != b.t.index) continue;
+            const int64_t tn = b.t.tile_n;
             EXPECT_TRUE(M < kernels::kSparse24FastMinTokens || !fast) << s.N << "x" << s.K << " M=" << M;
-            EXPECT_LE(M, 2 * tn) << s.N << "x" << s.K << " M=" << M;
+            EXPECT_LE(M, b.max_columns * tn) << s.N << "x" << s.K << " M=" << M;
             EXPECT_GE(M + kernels::kSparse24FewOobRows, tn) << s.N << "x" << s.K << " M=" << M;
           }
         }

@@ -23,7 +23,7 @@ enum class Sparse24Unit : uint8_t {
   kWide,     // sm90_sparse24_gemm_wide_*.cu: more data-parallel tiles, in units of their own
   kStreamK,  // sm90_sparse24_gemm_streamk_*.cu: CUTLASS's stream-K scheduler (needs a workspace)
   kSkinny,   // not CUTLASS: the split-K decode kernel (sm90_sparse24_skinny.cu)
-  kBetween,  // sm90_sparse24_gemm_between_*.cu: token tiles between the powers of two (96, 160)
+  kBetween,  // sm90_sparse24_gemm_between_*.cu: token tiles between the powers of two (80-160)
 };
 
 struct Sparse24ConfigRow {
@@ -83,11 +83,15 @@ inline constexpr Sparse24ConfigRow kSparse24Configs[] = {
     {"128x8x256_c1x1_coop_streamk", 128, 8, 256, 1, 1, true, false, true, Sparse24Unit::kStreamK},
     // Token tiles between the powers of two (issue #24). Where M is a little over 64 or 128 tokens,
     // the 64- and 128-token tiles need a second (clamped) column, i.e. twice the MMA work, and the
-    // next wider tile reads up to 63 rows of X past M: 65-96 tokens fit one 96-token column, 129-160
-    // one 160-token column. 128x160 keeps one accumulator tile and its promoted copy (160 registers;
-    // two partials would need 240). sparse24_partial_column weighs them like the other tiles.
+    // next wider tile reads up to 63 rows of X past M, each costing about as much as a valid row:
+    // 65-128 tokens fit one column of 80, 96 or 112 tokens, 129-160 one of 144 or 160, with at most
+    // 15 rows past M. The 128-row ones keep one accumulator tile and its promoted copy (two partials
+    // would need 216-240 registers). sparse24_heuristic.h says where they run.
     {"64x96x256_c1x1_pingpong", 64, 96, 256, 1, 1, false, false, true, Sparse24Unit::kBetween},
     {"128x160x256_c1x1_coop", 128, 160, 256, 1, 1, true, false, false, Sparse24Unit::kBetween},
+    {"64x80x256_c1x1_pingpong", 64, 80, 256, 1, 1, false, false, true, Sparse24Unit::kBetween},
+    {"64x112x256_c1x1_pingpong", 64, 112, 256, 1, 1, false, false, true, Sparse24Unit::kBetween},
+    {"128x144x256_c1x1_coop", 128, 144, 256, 1, 1, true, false, false, Sparse24Unit::kBetween},
 };
 inline constexpr int kSparse24NumConfigs = static_cast<int>(sizeof(kSparse24Configs) / sizeof(kSparse24Configs[0]));
 
