@@ -59,15 +59,6 @@
 // contributes exactly its existing columns times its scale (scale index ceil(K/128)-1 exists).
 #pragma once
 
-// The GEMM signals its dependents (griddepcontrol.launch_dependents) once its CTAs' last mainloop
-// is done, so that a split-K reduction launched with programmatic dependent launch starts during
-// the epilogues and computes a partial last K group's tail before it waits for the slices
-// (common/splitk_reduce.cu). Launched without that attribute, as every other call is, the
-// GEMM's griddepcontrol.wait returns at once. Must precede CUTLASS's headers.
-#ifndef CUTLASS_ENABLE_GDC_FOR_SM90
-#define CUTLASS_ENABLE_GDC_FOR_SM90 1
-#endif
-
 #include <cuda_runtime_api.h>
 
 #include <string>

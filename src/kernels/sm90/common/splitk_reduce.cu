@@ -8,10 +8,9 @@
 // lets K = 112·128 + 16 split like K = 112·128 (whole groups per slice).
 //
 // It is launched with programmatic dependent launch, and griddepcontrol.wait holds every thread
-// until the GEMM has finished and its writes are visible. The blockwise GEMMs are built with
-// CUTLASS_ENABLE_GDC_FOR_SM90 and signal their dependents after their last mainloop, the sparse
-// ones without it (they signal as their CTAs exit): what the launch overlaps is the blockwise
-// GEMMs' epilogues, the sparse GEMMs' end.
+// until the GEMM has finished and its writes are visible. CUTLASS's kernels here are built without
+// CUTLASS_ENABLE_GDC_FOR_SM90, so they signal their dependents only as their CTAs exit: what the
+// launch overlaps is the GEMM's end, not its last tiles.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -95,9 +94,9 @@ __device__ __forceinline__ float4 tail_dot(const SplitKTail& t, int m, int n) {
   return r;
 }
 
-// Outputs (m, n..n+3): the slices in order, the tail (`tail`: tail_dot's value), the bias; one store.
+// Outputs (m, n..n+3): the slices in order, the tail, the bias; one store.
 template <class Out, bool kTail>
-__device__ __forceinline__ void reduce4(const SplitKReduceParams<Out>& p, const float4 tail, int m, int n) {
+__device__ __forceinline__ void reduce4(const SplitKReduceParams<Out>& p, const SplitKTail& t, int m, int n) {
   const float* src = p.ws + static_cast<int64_t>(m) * p.N + n;
   float4 acc = *reinterpret_cast<const float4*>(src);
   for (int s = 1; s < p.splits; ++s) {
@@ -108,10 +107,11 @@ __device__ __forceinline__ void reduce4(const SplitKReduceParams<Out>& p, const 
     acc.w += v.w;
   }
   if constexpr (kTail) {
-    acc.x += tail.x;
-    acc.y += tail.y;
-    acc.z += tail.z;
-    acc.w += tail.w;
+    const float4 v = tail_dot(t, m, n);
+    acc.x += v.x;
+    acc.y += v.y;
+    acc.z += v.z;
+    acc.w += v.w;
   }
   if (p.bias_f32) {
     acc.x += p.bias_f32[n];
@@ -132,36 +132,25 @@ __device__ __forceinline__ void reduce4(const SplitKReduceParams<Out>& p, const 
 // 16 columns: the tail reads a row of x and four rows of w per thread, and along one row every
 // thread would read different rows of w (32 x 4 sectors per warp, M·N·32 bytes from L2: 3 us at
 // 119 tokens on N = 4096); in 8 x 16 the warp reads 8 rows of x and 16 of w.
-// The tail reads only the GEMM's inputs (x, w and their scales), so a thread computes its first
-// item's tail before griddepcontrol.wait: the blockwise GEMM signals its dependents after its last
-// mainloop (sm90_blockwise_gemm.cuh), and this latency then overlaps the GEMM's epilogues.
 template <class Out, bool kTail>
 __global__ void __launch_bounds__(256) splitk_reduce_kernel(const SplitKReduceParams<Out> p, const SplitKTail t) {
+  // Wait for the GEMM (a no-op when launched without programmatic dependent launch).
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   const int64_t first = blockIdx.x * int64_t(blockDim.x) + threadIdx.x, step = int64_t(gridDim.x) * blockDim.x;
   if constexpr (!kTail) {
-    // Wait for the GEMM (a no-op when launched without programmatic dependent launch).
-    asm volatile("griddepcontrol.wait;" ::: "memory");
     const int n4 = p.N / 4;
     const int64_t chunks = static_cast<int64_t>(p.M) * n4;
     for (int64_t c = first; c < chunks; c += step)
-      reduce4<Out, false>(p, float4{}, static_cast<int>(c / n4), static_cast<int>(c % n4) * 4);
+      reduce4<Out, false>(p, t, static_cast<int>(c / n4), static_cast<int>(c % n4) * 4);
   } else {
     const int n16 = (p.N + 15) / 16;  // warp tiles per band of 8 rows
     const int64_t slots = static_cast<int64_t>((p.M + 7) / 8) * n16 * 32;
-    const auto item = [&](int64_t c, int* m, int* n) {  // step % 32 == 0: a warp keeps its tile
+    for (int64_t c = first; c < slots; c += step) {  // step % 32 == 0: a warp keeps its tile
       const int64_t tile = c >> 5;
       const int lane = static_cast<int>(c & 31);
-      *m = static_cast<int>(tile / n16) * 8 + (lane >> 2);
-      *n = static_cast<int>(tile % n16) * 16 + (lane & 3) * 4;
-      return *m < p.M && *n < p.N;
-    };
-    int m = 0, n = 0;
-    const bool first_valid = first < slots && item(first, &m, &n);
-    const float4 first_tail = first_valid ? tail_dot(t, m, n) : float4{};
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-    if (first_valid) reduce4<Out, true>(p, first_tail, m, n);
-    for (int64_t c = first + step; c < slots; c += step)
-      if (item(c, &m, &n)) reduce4<Out, true>(p, tail_dot(t, m, n), m, n);
+      const int m = static_cast<int>(tile / n16) * 8 + (lane >> 2), n = static_cast<int>(tile % n16) * 16 + (lane & 3) * 4;
+      if (m < p.M && n < p.N) reduce4<Out, true>(p, t, m, n);
+    }
   }
 }
 
