@@ -20,15 +20,17 @@ bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count) {
 // 65-112 tokens on weights of >= 1.5 waves of 64-row tiles (promoted accumulation): one 64-row tile
 // per weight tile, measured where the cost model (15 % RMS) is least sure, so sparse24_choose keeps
 // it. The narrowest between tile whose one column holds M (sparse24_band_tile): 64x80 at 65-80,
-// 64x96 at 81-96, 64x112 at 104-112; at 97-103 the 64x64 tile, its second column clamped inside M. On five layers of other models (tuning/tune_sparse24_between_tiles2.jsonl):
-// 64x80 1.00-1.24x faster than 64x64 at 66-78 tokens, 64x96 1.07-1.20x at 86-94, 64x112 as fast as
-// the 128x128 stream-K tile or up to 1.15x faster at 104-110; at 81 (15 rows past M) 64x96 and 64x64
-// tied (0.995x geomean), at 98 (14) 64x112 lost on three of the five. The 128x128 stream-K tile's box would carry more
-// than 24 rows past M below 104 tokens (tuning/tune_sparse24_band.jsonl). Below 1.5 waves the model
-// decides (10240 x 8192, M = 90: 128x32 stream-K 9 % faster, tune_sparse24_between.jsonl).
+// 64x96 at 81-96, 64x112 at 104-112; at 97-103 the 64x64 tile, its second column clamped inside M.
+// On five layers of other models (tuning/tune_sparse24_between_tiles2.jsonl): 64x80 1.00-1.24x
+// faster than 64x64 at 66-78 tokens, 64x96 1.07-1.20x at 86-94, 64x112 as fast as the 128x128
+// stream-K tile or up to 1.15x faster at 104-110; at 81 (15 rows past M) 64x96 and 64x64 tied
+// (0.995x geomean), at 98 (14) 64x112 lost on three of the five. The 128x128 stream-K tile's box
+// would carry more than 24 rows past M below 104 tokens (tuning/tune_sparse24_band.jsonl). Below
+// 1.5 waves the model decides (10240 x 8192, M = 90: 128x32 stream-K 9 % faster,
+// tune_sparse24_between.jsonl).
 constexpr int64_t kSk128MinTokens = 104;
 namespace {
-bool two_column_band(int64_t M_tokens, int64_t N_out, int sm_count, bool fast_accum) {
+bool one_column_band(int64_t M_tokens, int64_t N_out, int sm_count, bool fast_accum) {
   return !fast_accum && M_tokens > 64 && M_tokens <= 112 && 2 * ((N_out + 63) / 64) >= 3 * int64_t{sm_count};
 }
 }  // namespace
@@ -75,7 +77,7 @@ int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count,
   if (M_tokens < kSparse24FastMinTokens) fast_accum = false;
   if (sparse24_skinny_decode(M_tokens, N_out, K, sm_count)) return kSparse24SkinnyConfig;
   if (!fast_accum && sparse24_narrow_wide_tile(M_tokens, N_out, sm_count)) return sparse24_detail::kWide.index;
-  if (two_column_band(M_tokens, N_out, sm_count, fast_accum)) return sparse24_band_tile(M_tokens);
+  if (one_column_band(M_tokens, N_out, sm_count, fast_accum)) return sparse24_band_tile(M_tokens);
   if (stream_k) {
     const int c = sparse24_heuristic_stream_k(M_tokens, N_out, sm_count);
     // 128x128 stream-K below kSk128MinTokens: too many out-of-bounds rows (above); promoted mode only.
@@ -144,7 +146,11 @@ namespace {
 // least-squares fit (of the log time) on tuning/tune_sparse24_between.jsonl, every default-mode
 // configuration timed as one launch at M = 40, 90, ..., 2300 (none of them a sweep or bench M) on
 // the four sweep layers; the fast-accumulation rows keep their grid fit (tune_sparse24.jsonl, at
-// least 4 waves; 128x256: tune_sparse24_fast16384.jsonl). Fit error: 15 % RMS.
+// least 4 waves; 128x256: tune_sparse24_fast16384.jsonl). Fit error: 15 % RMS. The between tiles'
+// rates: fitted on tune_sparse24_between_tiles*.jsonl with the others held (a refit of all of them
+// put the out-of-bounds cost at 2.1-2.3, under which the model no longer took the one-column tiles
+// that measured fastest); 128x144 and 128x160 at 0.92x 128x192's per tile, the ratio measured at
+// two columns.
 struct TileRate {
   const char* name;
   double ns_per_wave_k;
@@ -220,13 +226,12 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   const sparse24_detail::Tile* family = fast_accum ? sparse24_detail::kFast : sparse24_detail::kDefault;
   const int n_family = fast_accum ? 5 : 4;
   // One launch of another tile whose token tile fits in M (its last column clamped inside M): the
-  // data-parallel tiles of the mode, the 128x192 tile (promoted accumulation) and, given a
-  // workspace, the stream-K tiles.
+  // data-parallel tiles of the mode and, given a workspace, the stream-K tiles.
   for (int i = 0; i < n_family; ++i)
     if (M >= kSparse24Configs[family[i].index].tile_n) consider_one(family[i].index);
   // With promoted accumulation also the 128x192 tile and the between tiles where one column holds M
-  // with at most kSparse24FewOobRows rows past it; the between tiles only up to two columns, as
-  // far as they were measured (tuning/tune_sparse24_between_tiles.jsonl).
+  // with at most kSparse24FewOobRows rows past it; the between tiles only up to max_columns
+  // columns, as far as they were measured (tuning/tune_sparse24_between_tiles*.jsonl).
   if (!fast_accum) {
     if (M + kSparse24FewOobRows >= sparse24_detail::kWide.tile_n) consider_one(sparse24_detail::kWide.index);
     for (const sparse24_detail::BetweenTile& b : sparse24_detail::kBetween)
@@ -286,8 +291,8 @@ Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int 
     p = library_split(M, N, K, p.config, fast_accum, sm_count);
   // The library's own pick, unsplit, where its last token column is partial: the plan the cost
   // model prefers (sparse24_partial_column).
-  // two_column_band's pick is measured where the model (15 % RMS) is least sure; it is kept.
-  if (config < 0 && p.split_k == 1 && !two_column_band(M, N, sm_count, fast_accum))
+  // one_column_band's pick is measured where the model (15 % RMS) is least sure; it is kept.
+  if (config < 0 && p.split_k == 1 && !one_column_band(M, N, sm_count, fast_accum))
     p = sparse24_partial_column(M, N, K, p.config, fast_accum, with_workspace, sm_count);
   if (p.tail_config < 0) p.main_rows = M;
   return p;

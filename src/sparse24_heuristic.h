@@ -170,9 +170,10 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, i
 
 // Where `config` (the heuristic's data-parallel or stream-K pick) leaves a partial token column,
 // the plan with the lowest modelled time among: `config` as it is; one launch of another
-// configuration whose token tile fits in M (the data-parallel tiles of the mode and, with promoted
-// accumulation, the 128x192 tile: their last column is clamped inside M; given a workspace, the
-// stream-K tiles); and a main launch on whole token columns (`config`, or where M is less than
+// configuration whose token tile fits in M (the data-parallel tiles of the mode: their last column
+// is clamped inside M; given a workspace, the stream-K tiles) or, with promoted accumulation, of the
+// 128x192 and between tiles (kBetween, up to their max_columns) where one column holds M with at
+// most kSparse24FewOobRows rows past it; and a main launch on whole token columns (`config`, or where M is less than
 // one column a narrower tile of the mode) followed by a second launch on the last tokens,
 // overlapping the main launch's last rows instead of reading past M. Another plan must model at
 // least 3 % faster than `config` (10 % where `config` is the 128x192 tile, which the heuristic takes

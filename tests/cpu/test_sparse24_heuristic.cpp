@@ -247,10 +247,11 @@ TEST(Sparse24Heuristic, BetweenTilesOneOrTwoColumns) {
   EXPECT_EQ(between.size(), 5u);
   for (bool ws : {false, true}) {
     for (int64_t N : {14336, 28672, 57344}) {
-      for (int64_t M : {130, 136, 144}) EXPECT_EQ(kernels::sparse24_choose(M, N, 8192, -1, 0, false, kSms, ws).config, c144) << N << " M=" << M;
-      for (int64_t M : {150, 158}) EXPECT_EQ(kernels::sparse24_choose(M, N, 8192, -1, 0, false, kSms, ws).config, c160) << N << " M=" << M;
-      for (int64_t M : {174, 185}) EXPECT_EQ(kernels::sparse24_choose(M, N, 8192, -1, 0, false, kSms, ws).config, c192) << N << " M=" << M;
-      for (int64_t M : {279, 307}) EXPECT_EQ(kernels::sparse24_choose(M, N, 8192, -1, 0, false, kSms, ws).config, c160) << N << " M=" << M;
+      const auto pick = [&](int64_t M) { return kernels::sparse24_choose(M, N, 8192, -1, 0, false, kSms, ws).config; };
+      for (int64_t M : {130, 136, 144}) EXPECT_EQ(pick(M), c144) << N << " M=" << M;
+      for (int64_t M : {150, 158}) EXPECT_EQ(pick(M), c160) << N << " M=" << M;
+      for (int64_t M : {174, 185}) EXPECT_EQ(pick(M), c192) << N << " M=" << M;
+      for (int64_t M : {279, 307}) EXPECT_EQ(pick(M), c160) << N << " M=" << M;
     }
     for (const Shape& s : kShapes)
       for (int64_t M = 1; M <= 20000; M += (M < 1000 ? 1 : 97))
