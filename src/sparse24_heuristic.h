@@ -30,9 +30,10 @@ inline constexpr Tile kFast[] = {tile("64x32x256_c1x1_pingpong_fastaccum"), tile
 inline constexpr Tile kWide = tile("128x192x256_c1x1_coop");  // promoted accumulation, cluster 1x1
 // The tiles between the powers of two (promoted accumulation, cluster 1x1): one column of 80 to 160
 // tokens where 64 or 128 would need two. sparse24_band_tile and sparse24_partial_column take them,
-// the latter up to max_columns token columns (as far as they were measured; 0: the band only, as
-// for 64x80, which the model took on the 10240-row l3-70b.qkv at 67 and 74 tokens, 3-6 % slower than
-// the 64x32 and 128x32 stream-K tiles it had replaced).
+// the latter up to max_columns token columns (as far as they were measured; three columns on
+// weights of 72-96 128-row tiles at 280-336 tokens, tune_sparse24_subwave.jsonl; 0: the band only,
+// as for 64x80, which the model took on the 10240-row l3-70b.qkv at 67 and 74 tokens, 3-6 % slower
+// than the 64x32 and 128x32 stream-K tiles it had replaced).
 inline constexpr int kPingpong64x80 = sparse24_named("64x80x256_c1x1_pingpong");
 inline constexpr int kPingpong64x96 = sparse24_named("64x96x256_c1x1_pingpong");
 inline constexpr int kPingpong64x112 = sparse24_named("64x112x256_c1x1_pingpong");
@@ -40,8 +41,8 @@ struct BetweenTile {
   Tile t;
   int max_columns;
 };
-inline constexpr BetweenTile kBetween[] = {{tile("64x80x256_c1x1_pingpong"), 0},  {tile("64x96x256_c1x1_pingpong"), 2},
-                                           {tile("64x112x256_c1x1_pingpong"), 1}, {tile("128x144x256_c1x1_coop"), 1},
+inline constexpr BetweenTile kBetween[] = {{tile("64x80x256_c1x1_pingpong"), 0},  {tile("64x96x256_c1x1_pingpong"), 3},
+                                           {tile("64x112x256_c1x1_pingpong"), 3}, {tile("128x144x256_c1x1_coop"), 3},
                                            {tile("128x160x256_c1x1_coop"), 2}};
 inline constexpr int kStreamK128x32 = sparse24_named("128x32x256_c1x1_coop_streamk");
 inline constexpr int kStreamK128x128 = sparse24_named("128x128x256_c1x1_coop_streamk");

@@ -234,10 +234,10 @@ TEST(Sparse24Heuristic, OneColumnBandTo112Tokens) {
 // of several waves: 128x144 where its one column holds 129-144 tokens and 128x160 at 145-160 (the
 // 128x128 pair computed 256 tokens there), 128x160 at 257-320 tokens (two clamped columns; the
 // 128x192 tile computed 384); 128x192 where its one column holds 161-191 tokens. Never in fast
-// accumulation from its threshold on, never beyond the columns they were measured on (one, two for
-// 64x96 and 128x160; 64x80 in the band only), never where one column would read more than 31 rows
-// past M. Data:
-// tune_sparse24_between_tiles.jsonl, tune_sparse24_between_tiles2.jsonl.
+// accumulation from its threshold on, never beyond the columns they were measured on (three for
+// 64x96, 64x112 and 128x144, two for 128x160; 64x80 in the band only), never where one column would
+// read more than 31 rows past M. Data: tune_sparse24_between_tiles.jsonl,
+// tune_sparse24_between_tiles2.jsonl, tune_sparse24_subwave.jsonl.
 TEST(Sparse24Heuristic, BetweenTilesOneOrTwoColumns) {
   const int c144 = sparse24_config_index("128x144x256_c1x1_coop");
   const int c160 = sparse24_config_index("128x160x256_c1x1_coop");
@@ -251,8 +251,16 @@ TEST(Sparse24Heuristic, BetweenTilesOneOrTwoColumns) {
       for (int64_t M : {130, 136, 144}) EXPECT_EQ(pick(M), c144) << N << " M=" << M;
       for (int64_t M : {150, 158}) EXPECT_EQ(pick(M), c160) << N << " M=" << M;
       for (int64_t M : {174, 185}) EXPECT_EQ(pick(M), c192) << N << " M=" << M;
-      for (int64_t M : {279, 307}) EXPECT_EQ(pick(M), c160) << N << " M=" << M;
+      EXPECT_EQ(pick(279), c144) << N << ": two columns, 9 rows past M";
+      EXPECT_EQ(pick(307), c160) << N;
     }
+    // Weights of 1-1.5 waves of 128-row tiles at 279-338 tokens (l3-70b.qkv: 80 tiles): three
+    // columns of a 64-row between tile or of 128x144 (tune_sparse24_subwave.jsonl).
+    const auto qkv = [&](int64_t M) { return kernels::sparse24_choose(M, 10240, 8192, -1, 0, false, kSms, ws).config; };
+    EXPECT_EQ(qkv(279), sparse24_config_index("64x96x256_c1x1_pingpong"));
+    EXPECT_EQ(qkv(288), sparse24_config_index("64x96x256_c1x1_pingpong"));
+    EXPECT_EQ(qkv(307), c144);
+    EXPECT_EQ(qkv(338), c144);
     for (const Shape& s : kShapes)
       for (int64_t M = 1; M <= 20000; M += (M < 1000 ? 1 : 97))
         for (bool fast : {false, true}) {
