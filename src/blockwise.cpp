@@ -66,11 +66,13 @@ void check_problem(const char* fn, int64_t M, int64_t N, int64_t K, G gx, G gw, 
     detail::fail(fn, Status::kInvalidArgument, "M",
                  detail::cat("shape M=", M, " N=", N, " K=", K, " is not a problem (M >= 0, N, K > 0, each < 2^31)"));
   detail::check_config_and_split(fn, o, kernels::kBlockwiseNumConfigs);
-  if (o.config >= 0 && (gx == G::kPerRow) == (gw == G::kPerRow) && !kernels::blockwise_config_supports(o.config, gx, gw)) {
+  if (o.config >= 0 && (gx == G::kPerRow) == (gw == G::kPerRow) &&
+      !kernels::blockwise_config_supports(o.config, gx, gw, M)) {
     const kernels::BlockwiseConfig& c = kernels::kBlockwiseConfigs[o.config];
-    const std::string why = c.per_row_only
-                                ? std::string("serves x_scale per_row with w_scale per_row only")
-                                : detail::cat("a 128x128 scale block must cover whole ", c.tile_m, "x", c.tile_n, " tiles");
+    const std::string why =
+        c.per_row_only ? std::string("serves x_scale per_row with w_scale per_row only")
+                       : detail::cat("a 128x128 scale block must cover whole ", c.tile_m, "x", c.tile_n, " tiles",
+                                     gx == G::kBlock128x128 ? detail::cat(" beyond 128 tokens (M=", M, ")") : "");
     detail::fail(fn, Status::kInvalidArgument, "options.config",
                  detail::cat("config ", o.config, " (", c.name(), ") cannot serve x_scale ", granularity_name(gx),
                              " with w_scale ", granularity_name(gw), ": ", why));
@@ -234,6 +236,13 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   a.x_scale = x_scale.data;
   a.ld_x_scale = x_scale.ld;
   a.gx = gx;
+  if (!kernels::blockwise_config_supports(plan.config, gx, gw)) {
+    // Up to 128 tokens x blocks are one row [ceil(K/128)]: the tiles of 1x128 groups read it with
+    // a row stride of 0 (blockwise_tile_gx; the plan takes such a tile only there).
+    a.gx = kernels::blockwise_tile_gx(gx, M);
+    a.ld_x_scale = 1;
+    a.x_scale_row_stride = 0;
+  }
   a.w_scale = w_scale.data;
   a.gw = gw;
   if (has_bias) {
@@ -299,8 +308,8 @@ int blockwise_config_index(const std::string& name) {
   return detail::config_index_by_name("blockwise_config_index", name, kernels::kBlockwiseNumConfigs, describe);
 }
 
-bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity gw) {
-  return kernels::blockwise_config_supports(index, gx, gw);
+bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity gw, int64_t M) {
+  return kernels::blockwise_config_supports(index, gx, gw, M);
 }
 
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,

@@ -7,8 +7,9 @@
 
 namespace qsgemm::kernels {
 
-bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity gw) {
+bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity gw, int64_t M) {
   using G = ScaleGranularity;
+  if (M >= 0) gx = blockwise_tile_gx(gx, M);
   if (config < 0 || config >= kBlockwiseNumConfigs) return false;
   const BlockwiseConfig& c = kBlockwiseConfigs[config];
   // Per-token x per-channel: the mainloop with unit scales (or the skinny kernel), any tile.
@@ -83,18 +84,23 @@ bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count, int sp
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count,
                             int64_t ld_x, int64_t ld_w) {
   using namespace blockwise_detail;
+  gx = blockwise_tile_gx(gx, M);  // up to 128 tokens x blocks are 1x128 groups to the tiles
   const int config = blockwise_choose_config(M, N, K, sm_count, ld_x, ld_w);
   if (gx == ScaleGranularity::kPerRow && gw == ScaleGranularity::kPerRow && K > kBlockwiseShortK &&
       blockwise_per_row_wide_tile(M, N, config, sm_count))
     return kPerRowWideConfig;
   int pick = blockwise_config_supports(config, gx, gw) ? config : kSquare;  // kSquare serves every pair
+  // 1x128 weight scales from kBlockwiseGroupWOneTileMinM to 128 tokens: one 128-row token tile, not
+  // two 64-row ones (blockwise_group_w_one_tile).
+  const bool one_tile = blockwise_group_w_one_tile(M, K, gw);
+  if (one_tile && pick == kNarrow) pick = kSquare;
   // One 128-row tile mostly past M: two 64-row tiles, the second clamped, where that pays (the wave
   // model does not know the clamp; on the fit layers 1.05-1.27x faster at 70 and 90 tokens). Not
   // where the 128-row tiles fit in one wave and at most 47 of their rows lie past M: the 64-row
   // tiles then need two waves, and one ping-pong CTA runs its two tiles' K loops one after the
   // other (10240x8192 at 96 tokens: 37.7 us against 32.0; tune_blockwise_subwave_clamp.txt).
   const bool one_wave_128 = ceil_div(N, int64_t{128}) <= sm_count;
-  if (pick == kSquare && M < 128 && blockwise_config_supports(kNarrowClamped, gx, gw) &&
+  if (!one_tile && pick == kSquare && M < 128 && blockwise_config_supports(kNarrowClamped, gx, gw) &&
       blockwise_clamp_pays(M, N, kBlockwiseConfigs[kNarrow].tile_m, sm_count) && !(one_wave_128 && 128 - M < 48))
     pick = kNarrow;
   const int clamped = pick == kSquare ? kSquareClamped : pick == kNarrow ? kNarrowClamped : -1;
@@ -145,6 +151,8 @@ BlockwiseChoice blockwise_choose(int64_t M, int64_t N, int64_t K, ScaleGranulari
   using namespace blockwise_detail;
   BlockwiseChoice plan;
   plan.config = config >= 0 ? config : blockwise_choose_config(M, N, K, gx, gw, sm_count, ld_x, ld_w);
+  const ScaleGranularity gx_in = gx;
+  gx = blockwise_tile_gx(gx, M);
   if (split_k >= 1) {  // forced (or none); the caller rejects a forced split of the skinny kernel
     plan.split_k = plan.config == kSkinnyConfig ? 1 : split_k;
     return plan;
@@ -160,12 +168,15 @@ BlockwiseChoice blockwise_choose(int64_t M, int64_t N, int64_t K, ScaleGranulari
     return plan;
   }
   // In place of the skinny kernel at 9..32 tokens (not for one or two tiles of W, which it always
-  // takes): the 64x128 tile split over K where the rule splits it; with x in 128x128 blocks, which
-  // the 64-row tile cannot serve, the split 128x128 tile from 17 tokens.
-  if (config == -1 && M > 8 && ceil_div(N, int64_t{128}) > 2) {
-    const int tile = blockwise_config_supports(kNarrow, gx, gw) ? kNarrow : M > 16 ? kSquare : -1;
-    const int s = tile >= 0 ? blockwise_split_k(M, N, K, tile, gw, sm_count) : 1;
-    if (s > 1) plan = {tile, s};
+  // takes): the 64x128 tile split over K where the rule splits it. It serves every scale pair at
+  // these M (x in 128x128 blocks is one row of them, blockwise_tile_gx), but such x scales keep the
+  // skinny kernel up to 16 tokens: there the split tile took 1.01-1.10x its time on six of the
+  // users grid's layers at 12 tokens (the 1x128 pairs' rule was fitted without that comparison).
+  const bool x_blocks = gx_in == ScaleGranularity::kBlock128x128;
+  if (config == -1 && M > (x_blocks ? kBlockwiseSkinnyRuleMaxM : 8) && ceil_div(N, int64_t{128}) > 2 &&
+      blockwise_config_supports(kNarrow, gx, gw)) {
+    const int s = blockwise_split_k(M, N, K, kNarrow, gw, sm_count);
+    if (s > 1) plan = {kNarrow, s};
   }
   return plan;
 }

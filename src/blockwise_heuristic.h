@@ -22,9 +22,21 @@ inline constexpr int kSquareClamped = blockwise_named("128x128x128_c1x1_coop_cla
 inline constexpr int kNarrowClamped = blockwise_named("64x128x128_c1x1_pingpong_clamped");
 }  // namespace blockwise_detail
 
+// The x-scale granularity the tiles see for M tokens: up to 128 tokens x_scale kBlock128x128 is one
+// row of blocks, one scale per K group for every token, which the kernels read as kGroup1x128 with
+// a row stride of 0 (BlockwiseGemmArgs::x_scale_row_stride). So there every tile of the 1x128
+// activations serves it, the 64-row and clamped ones included: on the users grid the 128x128 tile,
+// the only CUTLASS tile that holds whole x blocks, took 1.04-1.62x the time of the 1x128 pair's
+// plan at 12-64 tokens (64-116 of its rows past M) and up to 1.29x at 96-128 (blockwise.json at
+// 8394977, block_128x128 against group_1x128 x scales, same layers and M).
+constexpr ScaleGranularity blockwise_tile_gx(ScaleGranularity gx, int64_t M) {
+  return gx == ScaleGranularity::kBlock128x128 && M <= 128 ? ScaleGranularity::kGroup1x128 : gx;
+}
+
 // Whether configuration `config` is instantiated for the scale granularities (gx, gw) — a valid
-// pair of include/qsgemm/blockwise.h. A 128-row scale block must cover whole tiles along M.
-bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity gw);
+// pair of include/qsgemm/blockwise.h — for M tokens (M < 0: for every M). A 128-row scale block
+// must cover whole tiles along M, except up to 128 tokens (blockwise_tile_gx).
+bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity gw, int64_t M = -1);
 
 // Whether every row of x (row stride ld_x elements) and w (ld_w) starts on a 128-byte line, for
 // bases on such a line (cudaMalloc's are). ld 0 stands for K: packed rows, on lines iff K % 128 == 0.
@@ -74,6 +86,20 @@ bool blockwise_per_row_wide_tile(int64_t M, int64_t N, int config, int sm_count)
 // (0.6 waves), 1-3 % slower (tune_blockwise_split_clamp.txt).
 bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count, int split_k = 1);
 inline constexpr int64_t kBlockwiseClampMaxTokenTiles = 4;
+
+// 1x128 weight scales (CUTLASS's mainloop, which loads a scale per weight row and K group) from
+// kBlockwiseGroupWOneTileMinM to 128 tokens with K >= 4096: one 128-row token tile where the wave
+// model or the clamp rule would take two 64-row ones. The 64-row tile loads the same weight scales
+// for half the rows: on the users grid at 96 and 128 tokens the 128-row plans of the
+// block_128x128 x group_1x128 pair ran the 64-row plans of group_1x128 x group_1x128 in 0.77-0.98x
+// the time on the 11 layers with K >= 4096 (1.11-1.12x at K = 2048; blockwise.json at 8394977).
+// Checked on six weights of other models at 70-124 tokens (tune_blockwise_group_w_one_tile.txt):
+// the plans' time over the best measured 1.054x -> 1.003x geomean (worst 1.241x -> 1.034x); at
+// K = 3584 (4608 rows) the 64-row tile stayed 5-9 % faster.
+constexpr int64_t kBlockwiseGroupWOneTileMinM = 65;
+constexpr bool blockwise_group_w_one_tile(int64_t M, int64_t K, ScaleGranularity gw) {
+  return gw == ScaleGranularity::kGroup1x128 && M >= kBlockwiseGroupWOneTileMinM && M <= 128 && K >= 4096;
+}
 
 // The public heuristic (blockwise.h's blockwise_choose_config): the pick refined for the scale pair
 // (the 128x192 tile for per-row scales, the clamped rows where blockwise_clamp_pays; below 128

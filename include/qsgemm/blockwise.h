@@ -71,11 +71,12 @@ std::string blockwise_config_name(int index);
 // The index of the configuration named `name`; kInvalidArgument naming the name and listing the
 // valid ones otherwise. Indices shift when rows are added: prefer names.
 int blockwise_config_index(const std::string& name);
-// Whether configuration `index` serves the scale pair (gx, gw): the 64-row tile cannot hold
-// x_scale kBlock128x128, the 128x192 tile serves per_row x per_row only, the *_clamped rows (the
-// last token tile moved back inside M) take no x_scale kBlock128x128. False for an index outside
-// the table or a pair that blockwise_linear rejects.
-bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity gw);
+// Whether configuration `index` serves the scale pair (gx, gw) for M tokens (M < 0: for every M):
+// the 128x192 tile serves per_row x per_row only; beyond 128 tokens the 64-row tile cannot hold
+// x_scale kBlock128x128 and the *_clamped rows (the last token tile moved back inside M) take none
+// (up to 128 tokens those x scales are one row of blocks, which every tile of group_1x128 x scales
+// reads). False for an index outside the table or a pair that blockwise_linear rejects.
+bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity gw, int64_t M = -1);
 // The configuration blockwise_linear runs without a workspace when options.config == -1: the pure
 // heuristic's pick (per_row x per_row may take the 128x192 tile where its waves come out fewer,
 // except at K <= 512), or the 128x128 tile where that pick cannot serve the scale granularities;

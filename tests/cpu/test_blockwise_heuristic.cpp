@@ -81,7 +81,8 @@ TEST(BlockwiseHeuristic, ClampedRowsWhereTheLastTokenTileIsMostlyPastM) {
   EXPECT_FALSE(blockwise_clamp_pays(2074, 8192, 128, 132));
 
   // Through the pair-aware choice: the clamped row of the tile the wave model picks, not for x
-  // scales in 128x128 blocks, never for whole tiles.
+  // scales in 128x128 blocks beyond 128 tokens (up to 128 they are one row of blocks, read as 1x128
+  // groups), never for whole tiles.
   const int sq = kernels::blockwise_row("128x128x128_c1x1_coop"), sq_c = kernels::blockwise_row("128x128x128_c1x1_coop_clamped");
   const int nr = kernels::blockwise_row("64x128x128_c1x1_pingpong"), nr_c = kernels::blockwise_row("64x128x128_c1x1_pingpong_clamped");
   EXPECT_EQ(kernels::blockwise_choose_config(131, 8192, 28672, G::kGroup1x128, G::kBlock128x128, 132), sq_c);
@@ -91,7 +92,7 @@ TEST(BlockwiseHeuristic, ClampedRowsWhereTheLastTokenTileIsMostlyPastM) {
   // One 128-row tile mostly past M, where the wave model takes it: two 64-row tiles, clamped.
   EXPECT_EQ(kernels::blockwise_choose_config(70, 28672, 4096, 132), sq);
   EXPECT_EQ(kernels::blockwise_choose_config(70, 28672, 4096, G::kGroup1x128, G::kBlock128x128, 132), nr_c);
-  EXPECT_EQ(kernels::blockwise_choose_config(70, 28672, 4096, G::kBlock128x128, G::kBlock128x128, 132), sq);
+  EXPECT_EQ(kernels::blockwise_choose_config(70, 28672, 4096, G::kBlock128x128, G::kBlock128x128, 132), nr_c);
   EXPECT_EQ(kernels::blockwise_choose_config(110, 28672, 4096, G::kGroup1x128, G::kBlock128x128, 132), sq);
   // ... but not where the 128-row tiles make one wave and fewer than 48 of their rows lie past M.
   EXPECT_EQ(kernels::blockwise_choose_config(96, 10240, 8192, G::kGroup1x128, G::kBlock128x128, 132), sq);

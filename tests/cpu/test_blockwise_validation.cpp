@@ -198,13 +198,17 @@ TEST(BlockwiseValidation, Config) {
   c.opt.config = 3;
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "config 3 (skinny_m32_splitk) serves M <= 32; got M=33",
                "options.config");
-  // The 64-row tile cannot hold whole 128-row x-scale blocks.
+  // Beyond 128 tokens the 64-row tile cannot hold whole 128-row x-scale blocks.
   c = Case{};
+  c.x.rows = c.y.rows = 129;
   c.sx = ScaleView{faddr(0x200000), G::kBlock128x128, 0};
   c.opt.config = 1;
   expect_error([&] { c.run(); }, Status::kInvalidArgument,
-               "config 1 (64x128x128_c1x1_pingpong) cannot serve x_scale block_128x128 with w_scale block_128x128",
+               "config 1 (64x128x128_c1x1_pingpong) cannot serve x_scale block_128x128 with w_scale block_128x128: "
+               "a 128x128 scale block must cover whole 64x128 tiles beyond 128 tokens (M=129)",
                "options.config");
+  EXPECT_EQ(blockwise_plan(128, 256, 512, G::kBlock128x128, G::kBlock128x128, c.opt, 132).config, 1)
+      << "up to 128 tokens x blocks are one row, which the 64-row tile reads";
 }
 
 // The skinny kernel's cluster size, a tuning knob: a power of two up to 8, with the skinny
@@ -593,7 +597,7 @@ TEST(BlockwiseHeuristic, ShortKUsesThePingPongTile) {
         EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 1) << M << "x" << N << "x" << K;
         EXPECT_EQ(qsgemm::blockwise_choose_config(M, N, K, G::kPerRow, G::kPerRow, 132), 1) << M << "x" << N << "x" << K;
         EXPECT_EQ(qsgemm::blockwise_choose_config(M, N, K, G::kGroup1x128, G::kGroup1x128, 132), 1);
-        EXPECT_EQ(qsgemm::blockwise_choose_config(M, N, K, G::kBlock128x128, G::kBlock128x128, 132), 0);
+        EXPECT_EQ(qsgemm::blockwise_choose_config(M, N, K, G::kBlock128x128, G::kBlock128x128, 132), M <= 128 ? 1 : 0);
       }
   EXPECT_EQ(qsgemm::blockwise_choose_config(2048, 32768, 512, G::kPerRow, G::kPerRow, 132), 1)
       << "the 128x192 tile took it before: 92.8 us against 83.6";
@@ -713,13 +717,15 @@ TEST(BlockwiseHeuristic, SplitKTokenTileMostlyEmpty) {
   EXPECT_EQ(blockwise_split_k(24, 6144, 4096, nr, G::kBlock128x128, 132), 1);    // 32 groups: under 64
   EXPECT_EQ(blockwise_split_k(24, 6144, 8192, nr, G::kBlock128x128, 132), 2);
   EXPECT_EQ(blockwise_split_k(32, 6144, 4096, nr, G::kBlock128x128, 132), 1);
-  // What blockwise_linear runs: l3-70b.down (8192 x 28672) at 24 tokens, 2d x at 48.
+  // What blockwise_linear runs: l3-70b.down (8192 x 28672) at 24 tokens; at 48 one 64-row tile
+  // (25 % past M), for x in 128x128 blocks too (one row of them), and beyond 128 tokens such x
+  // scales on the 128-row tile.
   const auto plan = [](int64_t M, int64_t N, int64_t K, G gx, G gw) {
     const LinearPlan p = blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, 132);
     return std::pair<int, int>{p.config, p.split_k};
   };
   EXPECT_EQ(plan(24, 8192, 28672, G::kGroup1x128, G::kBlock128x128), std::make_pair(nr, 2));
-  EXPECT_EQ(plan(48, 8192, 28672, G::kBlock128x128, G::kBlock128x128), std::make_pair(sq, 2));
+  EXPECT_EQ(plan(48, 8192, 28672, G::kBlock128x128, G::kBlock128x128), std::make_pair(nr, 1));
   EXPECT_EQ(plan(48, 8192, 28672, G::kGroup1x128, G::kBlock128x128), std::make_pair(nr, 1));
 }
 
@@ -736,8 +742,8 @@ TEST(BlockwiseHeuristic, Plan) {
   EXPECT_EQ(plan(64, 8192, 8192), P(1, 1));
   EXPECT_EQ(plan(4096, 4096, 4096), P(blockwise_choose_config(4096, 4096, 4096, 132), 1));
   // 9..32 tokens: the skinny kernel's pick gives way to the split 64x128 tile where the rule splits
-  // it; not at M <= 8, not on one or two W tiles. For x 128x128 blocks (the 64-row tile cannot serve
-  // them) the split 128x128 tile from 17 tokens.
+  // it; not at M <= 8, not on one or two W tiles. x in 128x128 blocks (one row of them up to 128
+  // tokens, which the 64-row tile reads as 1x128 groups) takes the same plans from 17 tokens.
   ASSERT_EQ(blockwise_choose_config(16, 4096, 14336, 132), kernels::kSkinnyConfig);
   EXPECT_EQ(plan(16, 4096, 14336), P(1, 4));
   EXPECT_EQ(plan(32, 2112, 7168), P(1, 7));
@@ -745,14 +751,14 @@ TEST(BlockwiseHeuristic, Plan) {
   EXPECT_EQ(plan(16, 136, 28672), P(kernels::kSkinnyConfig, 1));
   EXPECT_EQ(plan(16, 4096, 14336, G::kBlock128x128, G::kBlock128x128), P(kernels::kSkinnyConfig, 1));
   EXPECT_EQ(plan(16, 2112, 7168, G::kBlock128x128, G::kGroup1x128), P(kernels::kSkinnyConfig, 1));
-  EXPECT_EQ(plan(17, 2112, 7168, G::kBlock128x128, G::kGroup1x128), P(0, 7));
-  EXPECT_EQ(plan(32, 2112, 7168, G::kBlock128x128, G::kBlock128x128), P(0, 7));
+  EXPECT_EQ(plan(17, 2112, 7168, G::kBlock128x128, G::kGroup1x128), P(1, 7));
+  EXPECT_EQ(plan(32, 2112, 7168, G::kBlock128x128, G::kBlock128x128), P(1, 7));
   EXPECT_EQ(plan(24, 256, 7168, G::kBlock128x128, G::kBlock128x128), P(kernels::kSkinnyConfig, 1));
-  EXPECT_EQ(plan(32, 2112, 8208, G::kBlock128x128, G::kGroup1x128), P(0, 4))
+  EXPECT_EQ(plan(32, 2112, 8208, G::kBlock128x128, G::kGroup1x128), P(1, 4))
       << "a partial last group splits like the whole groups before it (the reduction adds it)";
   EXPECT_EQ(plan(32, 2112, 4112, G::kBlock128x128, G::kBlock128x128), P(kernels::kSkinnyConfig, 1))
       << "below 64 whole groups a partial last group is not split, so the skinny kernel stays";
-  EXPECT_EQ(plan(32, 2112, 4112, G::kBlock128x128, G::kGroup1x128), P(0, 4))
+  EXPECT_EQ(plan(32, 2112, 4112, G::kBlock128x128, G::kGroup1x128), P(1, 4))
       << "with 1x128 weight scales at 17-128 tokens, from 32 whole groups";
   EXPECT_EQ(plan(16, 4096, 4112, G::kGroup1x128, G::kGroup1x128), P(kernels::kSkinnyConfig, 1));
   EXPECT_EQ(plan(16, 4096, 14336, G::kPerRow, G::kPerRow), P(1, 4));
@@ -783,6 +789,81 @@ TEST(BlockwiseHeuristic, Plan) {
             size_t{7} * 64 * 4096 * 4);
 }
 
+// Up to 128 tokens x_scale block_128x128 is one row of blocks, which the tiles of 1x128 groups read
+// with a row stride of 0: the same plans as x 1x128 groups; beyond, the tiles that hold whole
+// blocks only.
+TEST(BlockwiseHeuristic, OneRowOfXBlocksTakesTheGroupPlans) {
+  EXPECT_EQ(kernels::blockwise_tile_gx(G::kBlock128x128, 128), G::kGroup1x128);
+  EXPECT_EQ(kernels::blockwise_tile_gx(G::kBlock128x128, 129), G::kBlock128x128);
+  EXPECT_EQ(kernels::blockwise_tile_gx(G::kGroup1x128, 4096), G::kGroup1x128);
+  EXPECT_EQ(kernels::blockwise_tile_gx(G::kPerRow, 1), G::kPerRow);
+  for (const char* name : {"64x128x128_c1x1_pingpong", "64x128x128_c1x1_pingpong_clamped", "128x128x128_c1x1_coop_clamped"}) {
+    const int c = kernels::blockwise_row(name);
+    for (G gw : {G::kBlock128x128, G::kGroup1x128}) {
+      EXPECT_TRUE(qsgemm::blockwise_config_supports(c, G::kBlock128x128, gw, 1)) << name;
+      EXPECT_TRUE(qsgemm::blockwise_config_supports(c, G::kBlock128x128, gw, 128)) << name;
+      EXPECT_FALSE(qsgemm::blockwise_config_supports(c, G::kBlock128x128, gw, 129)) << name;
+      EXPECT_FALSE(qsgemm::blockwise_config_supports(c, G::kBlock128x128, gw)) << name << ": every M";
+    }
+  }
+  EXPECT_FALSE(qsgemm::blockwise_config_supports(kernels::kPerRowWideConfig, G::kBlock128x128, G::kBlock128x128, 64));
+  BlockwiseOptions o;
+  for (int sms : {78, 132})
+    for (int64_t M : {1, 9, 16, 17, 24, 33, 48, 64, 65, 80, 96, 100, 127, 128})
+      for (int64_t N : {256, 2112, 4096, 7168, 28672, 57344})
+        for (int64_t K : {512, 2048, 4096, 4112, 7168, 14352, 28672})
+          for (G gw : {G::kBlock128x128, G::kGroup1x128}) {
+            SCOPED_TRACE(testing::Message() << M << "x" << N << "x" << K << " w " << granularity_name(gw) << " sms " << sms);
+            EXPECT_EQ(qsgemm::blockwise_choose_config(M, N, K, G::kBlock128x128, gw, sms),
+                      qsgemm::blockwise_choose_config(M, N, K, G::kGroup1x128, gw, sms));
+            const LinearPlan a = qsgemm::blockwise_plan(M, N, K, G::kBlock128x128, gw, o, sms);
+            const LinearPlan b = qsgemm::blockwise_plan(M, N, K, G::kGroup1x128, gw, o, sms);
+            if (M <= kernels::kBlockwiseSkinnyRuleMaxM && a.config == kernels::kSkinnyConfig) {
+              // x blocks keep the skinny kernel up to 16 tokens where the 1x128 pair splits the
+              // 64-row tile in its place.
+              EXPECT_EQ(qsgemm::blockwise_choose_config(M, N, K, G::kGroup1x128, gw, sms), kernels::kSkinnyConfig);
+              EXPECT_EQ(a.split_k, 1);
+              continue;
+            }
+            EXPECT_EQ(a.config, b.config);
+            EXPECT_EQ(a.split_k, b.split_k);
+          }
+  // Beyond 128 tokens every pick serves whole x blocks.
+  for (int64_t M : {129, 160, 200, 288, 1000, 4099})
+    for (int64_t N : {2112, 7168, 57344})
+      for (G gw : {G::kBlock128x128, G::kGroup1x128}) {
+        const int c = qsgemm::blockwise_choose_config(M, N, 8192, G::kBlock128x128, gw, 132);
+        EXPECT_TRUE(kernels::blockwise_config_supports(c, G::kBlock128x128, gw)) << M << "x" << N << ": " << c;
+      }
+}
+
+// 1x128 weight scales at 65-128 tokens with K >= 4096: one 128-row token tile where the wave model
+// or the clamp rule would take two 64-row ones (the 64-row tile loads the same weight scales for
+// half the rows); not at 64 tokens or fewer (one 64-row tile), not at K < 4096, not with 128x128
+// weight blocks.
+TEST(BlockwiseHeuristic, GroupWeightScalesTakeOneTokenTileTo128) {
+  using qsgemm::blockwise_plan;
+  BlockwiseOptions o;
+  const auto config = [&](int64_t M, int64_t N, int64_t K, G gw) {
+    return blockwise_plan(M, N, K, G::kGroup1x128, gw, o, 132).config;
+  };
+  for (int64_t M : {65, 80, 96, 113, 128})
+    for (int64_t N : {4096, 6144, 8192, 28672, 57344})
+      for (int64_t K : {4096, 4112, 8192, 14336, 28672}) {
+        EXPECT_TRUE(kernels::blockwise_group_w_one_tile(M, K, G::kGroup1x128));
+        EXPECT_EQ(config(M, N, K, G::kGroup1x128), 0) << M << "x" << N << "x" << K;
+      }
+  EXPECT_EQ(config(96, 28672, 4096, G::kBlock128x128), kernels::blockwise_row("64x128x128_c1x1_pingpong_clamped"));
+  EXPECT_EQ(config(64, 28672, 4096, G::kGroup1x128), 1);
+  EXPECT_EQ(config(96, 7168, 2048, G::kGroup1x128), 1) << "K = 2048: the 64-row tile was faster";
+  EXPECT_FALSE(kernels::blockwise_group_w_one_tile(64, 8192, G::kGroup1x128));
+  EXPECT_FALSE(kernels::blockwise_group_w_one_tile(129, 8192, G::kGroup1x128));
+  EXPECT_FALSE(kernels::blockwise_group_w_one_tile(96, 2048, G::kGroup1x128));
+  EXPECT_FALSE(kernels::blockwise_group_w_one_tile(96, 8192, G::kBlock128x128));
+  // The split rule then splits the 128-row tile (l3-8b.down: four slices of 32 tiles).
+  EXPECT_EQ(blockwise_plan(96, 4096, 14336, G::kGroup1x128, G::kGroup1x128, o, 132).split_k, 4);
+}
+
 TEST(BlockwiseHeuristic, PureAndInRange) {
   for (int sms : {1, 78, 114, 132})
     for (int64_t M = 1; M <= 70000; M = M * 3 + 1)
@@ -806,13 +887,15 @@ TEST(BlockwiseConfigs, PublicTableAndChoice) {
   qsgemm::test::expect_error([] { qsgemm::blockwise_config_name(7); }, qsgemm::Status::kInvalidArgument,
                              "config index 7 is outside [0, 7)");
   // Decode sizes over a long K pick the skinny kernel for every pair; otherwise small M picks the
-  // 64-row tile, except where x has 128x128 blocks (it cannot serve them).
+  // 64-row tile, where x has 128x128 blocks too up to 128 tokens (one row of them), not beyond.
   EXPECT_EQ(qsgemm::blockwise_choose_config(8, 4096, 7168, ScaleGranularity::kBlock128x128,
                                             ScaleGranularity::kBlock128x128, 132), 3);
   EXPECT_EQ(qsgemm::blockwise_choose_config(8, 4096, 7168, ScaleGranularity::kPerRow, ScaleGranularity::kPerRow, 132), 3);
   EXPECT_EQ(qsgemm::blockwise_choose_config(48, 4096, 4096, ScaleGranularity::kGroup1x128,
                                             ScaleGranularity::kBlock128x128, 132), 1);
   EXPECT_EQ(qsgemm::blockwise_choose_config(48, 4096, 4096, ScaleGranularity::kBlock128x128,
+                                            ScaleGranularity::kBlock128x128, 132), 1);
+  EXPECT_EQ(qsgemm::blockwise_choose_config(130, 57344, 4096, ScaleGranularity::kBlock128x128,
                                             ScaleGranularity::kBlock128x128, 132), 0);
 }
 

@@ -220,10 +220,11 @@ void run_case(const Case& c, std::mt19937& rng, cudaStream_t stream) {
   ASSERT_EQ(nan_count, 0) << "elements of Y left unwritten (or NaN)";
   ASSERT_EQ(test::expect_padding_untouched(raw, M, N, ldy, y_size), 0);
 
-  // Reference of every row, on several threads (chunks of whole 128-row x-scale blocks).
+  // Reference of every row, on several threads (chunks of 16 rows; of whole 128-row x-scale
+  // blocks where there are several).
   std::vector<double> expect(static_cast<size_t>(M * N));
   const int64_t kb = ceil_div(K, kScaleGroupK);
-  test::parallel_rows(M, kScaleGroupK, [&](int64_t m0, int64_t m1) {
+  test::parallel_rows(M, c.gx == G::kBlock128x128 && M > kScaleGroupK ? kScaleGroupK : 16, [&](int64_t m0, int64_t m1) {
     const float* sx_band = c.gx == G::kBlock128x128 ? sx.data() + (m0 / kScaleGroupK) * kb : sx.data() + m0;
     ref::gemm_fp8_blockwise(qx.data() + m0 * ldx, ldx, qw.data(), ldw, m1 - m0, N, K, c.gx, sx_band, ld_sx, c.gw,
                             sw.data(), bias_f.empty() ? nullptr : bias_f.data(), expect.data() + m0 * N);
@@ -376,9 +377,10 @@ TEST_F(BlockwiseGpu, EveryConfigForced) {
         c.gw = gw;
         c.config = config;
         c.bias = static_cast<BiasKind>(shape++ % 3);  // none, fp32, output dtype, none, fp32, output dtype
-        if (!blockwise_config_supports(config, gx, gw)) {
-          // The 64-row tile cannot hold whole 128-row x-scale blocks, the 128x192 tile whole
-          // 128-row weight blocks (it serves per-row scales only): rejected, not mis-computed.
+        if (!blockwise_config_supports(config, gx, gw, M)) {
+          // Beyond 128 tokens the 64-row tile cannot hold whole 128-row x-scale blocks, the
+          // 128x192 tile never whole 128-row weight blocks (it serves per-row scales only):
+          // rejected, not mis-computed.
           MatrixView x(reinterpret_cast<void*>(0x1000), DType::kE4M3, M, K);
           try {
             blockwise_linear(x, ScaleView{reinterpret_cast<const float*>(0x2000), gx, 0},
@@ -436,6 +438,59 @@ TEST_F(BlockwiseGpu, ClampedRowsSameBitsAsPlainTile) {
       }
     }
   }
+}
+
+// Up to 128 tokens x_scale block_128x128 is one row of blocks, which the tiles of 1x128 activation
+// groups read with a row stride of 0 (blockwise_tile_gx): the 64-row and clamped tiles forced, with
+// and without a split over K (a partial last group included), the clamped 64-row tile bit for bit
+// against the plain one, and the heuristic's own plans given a workspace.
+TEST_F(BlockwiseGpu, OneRowOfXBlocksOnTheGroupTiles) {
+  std::mt19937 rng(811);
+  size_t i = 0;
+  for (G gw : {G::kBlock128x128, G::kGroup1x128})
+    for (const char* name : {"64x128x128_c1x1_pingpong", "64x128x128_c1x1_pingpong_clamped", "128x128x128_c1x1_coop_clamped"})
+      for (int64_t M : {int64_t{17}, int64_t{63}, int64_t{65}, int64_t{100}, int64_t{127}, int64_t{128}}) {
+        const int config = blockwise_config_index(name);
+        ASSERT_TRUE(blockwise_config_supports(config, G::kBlock128x128, gw, M)) << name << " M=" << M;
+        ASSERT_FALSE(blockwise_config_supports(config, G::kBlock128x128, gw, 129)) << name;
+        Case c;
+        c.M = M;
+        c.N = i % 2 ? 264 : 392;
+        c.K = i % 3 == 0 ? 400 : i % 3 == 1 ? 1024 : 4112;
+        c.gx = G::kBlock128x128;
+        c.gw = gw;
+        c.config = config;
+        // The clamped 64-row tile against the plain one, both reading the row of x blocks as 1x128
+        // groups (the plain 128-row tile runs the kernel of x blocks: other bits).
+        if (std::string(name) == "64x128x128_c1x1_pingpong_clamped") c.same_bits_as = blockwise_config_index("64x128x128_c1x1_pingpong");
+        if (i % 4 == 3 && c.K >= 1024) {
+          c.split_k = 2;
+          c.workspace = true;
+        }
+        c.out = i % 3 == 0 ? DType::kBF16 : i % 3 == 1 ? DType::kF32 : DType::kF16;
+        c.bias = static_cast<BiasKind>(i / 3 % 3);
+        c.guard_rows = 2;
+        ++i;
+        run_case(c, rng, stream_);
+        if (HasFatalFailure()) return;
+      }
+  // The heuristic's plans (split 64-row tiles, the clamped 64-row pair, the 128-row tile).
+  for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{24, 4096, 14336},
+                                std::tuple<int64_t, int64_t, int64_t>{40, 2112, 7168},
+                                std::tuple<int64_t, int64_t, int64_t>{96, 4096, 14352},
+                                std::tuple<int64_t, int64_t, int64_t>{100, 24576, 1536},
+                                std::tuple<int64_t, int64_t, int64_t>{128, 7168, 2048}})
+    for (G gw : {G::kBlock128x128, G::kGroup1x128}) {
+      Case c;
+      c.M = M;
+      c.N = N;
+      c.K = K;
+      c.gx = G::kBlock128x128;
+      c.gw = gw;
+      c.workspace = true;
+      run_case(c, rng, stream_);
+      if (HasFatalFailure()) return;
+    }
 }
 
 // Per-row scales on shapes where the heuristic takes the 128x192 tile (configuration 4): partial

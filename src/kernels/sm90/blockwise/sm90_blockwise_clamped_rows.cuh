@@ -16,7 +16,9 @@
 //     predicates (tile `last` then covers rows [M + shift - TM, M + shift), all inside it).
 // Only scales with one value per token row can be shifted: x_scale 1x128 and per-row (and the
 // 128x192 tile's unit scale, whose strides are 0). A 128x128 block of x scales cannot: a shifted
-// tile straddles two blocks (blockwise_config_supports refuses that pair on the clamped rows).
+// tile straddles two blocks (blockwise_config_supports refuses that pair on the clamped rows beyond
+// 128 tokens; up to 128 the one row of blocks is read as 1x128 groups with a row stride of 0, which
+// the shift leaves in place).
 #pragma once
 
 #include "cute/tensor.hpp"

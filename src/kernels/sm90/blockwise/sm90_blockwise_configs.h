@@ -10,7 +10,8 @@
 //    K tile, so the K tile must equal the scale group (128, docs/formats.md §2); it also promotes
 //    the wgmma partial sums into float32 every 128 of K (4 k32 MMAs), the accuracy DeepSeek-V3 asks for.
 //  * A 128x128 scale block must cover whole tiles: CUTLASS requires tile_m % granularity_m == 0, so
-//    the 64-row tile cannot serve x_scale kBlock128x128 (blockwise_config_supports says which can).
+//    the 64-row tile cannot serve x_scale kBlock128x128, except up to 128 tokens, where those scales
+//    are one row of blocks that it reads as 1x128 groups (blockwise_config_supports says which can).
 //  * Every configuration runs on the default persistent tile scheduler, which needs no workspace
 //    (blockwise_linear allocates nothing).
 #pragma once
@@ -42,7 +43,7 @@ struct BlockwiseConfig {
   // CUTLASS's blockwise one.
   bool two_partials = false;
   // The last token tile moved back inside M (sm90_blockwise_clamped_rows.cuh): not for x_scale
-  // kBlock128x128, whose blocks a shifted tile would straddle.
+  // kBlock128x128 beyond 128 tokens, whose blocks a shifted tile would straddle.
   bool clamped = false;
 
   // <tile_m>x<tile_n>x<tile_k>_c<cluster_m>x<cluster_n>_<coop|pingpong>[_clamped], e.g. "128x128x128_c1x1_coop";
@@ -58,7 +59,7 @@ struct BlockwiseConfig {
 // the weight scales are one per tile (bench/results/h200/tuning/tune_two_partials.txt).
 //   128x128 1x1: the general tile (M > 64 and enough tiles to fill the GPU); serves every pair.
 //   64x128 ping-pong: small M and shapes whose 128-row tile count quantizes badly onto the SMs. Not
-//      for x_scale kBlock128x128.
+//      for x_scale kBlock128x128 beyond 128 tokens.
 //   128x128 1x2: the X tile multicast to the two CTAs of a cluster, for large weights from M = 4096.
 //   skinny_m32_splitk: decode sizes (M <= 32): W as the MMA's A operand in m16 tiles, tokens as n8
 //      tiles, K split over warps and a cluster of up to 8 CTAs (reduced through distributed shared
@@ -70,9 +71,9 @@ struct BlockwiseConfig {
 //   *_clamped: rows 0 and 1 with their last token tile moved back inside M
 //      (sm90_blockwise_clamped_rows.cuh): 1.1-1.6x faster where most of that tile lies past M, but
 //      2-4 % slower on whole tiles (a longer kernel), so rows of their own, which
-//      blockwise_clamp_pays (src/blockwise_heuristic.h) picks. Not for x_scale kBlock128x128. The
-//      1x2 cluster measured 0.88-0.93x with the clamp even on partial tiles and has no such row
-//      (bench/results/h200/tuning/tune_blockwise_clamp.txt).
+//      blockwise_clamp_pays (src/blockwise_heuristic.h) picks. Not for x_scale kBlock128x128
+//      beyond 128 tokens. The 1x2 cluster measured 0.88-0.93x with the clamp even on partial tiles
+//      and has no such row (bench/results/h200/tuning/tune_blockwise_clamp.txt).
 inline constexpr BlockwiseConfig kBlockwiseConfigs[] = {
     {"128x128x128_c1x1_coop", 128, 128, 128, 1, 1, BlockwiseSchedule::kCooperative, false, true},
     {"64x128x128_c1x1_pingpong", 64, 128, 128, 1, 1, BlockwiseSchedule::kPingpong, false, true},
@@ -123,6 +124,9 @@ struct BlockwiseGemmArgs {
   const void* x = nullptr;  int64_t ldx = 0;  // e4m3 [M,K] row-major
   const void* w = nullptr;  int64_t ldw = 0;  // e4m3 [N,K] row-major
   const float* x_scale = nullptr;  int64_t ld_x_scale = 0;  ScaleGranularity gx = ScaleGranularity::kGroup1x128;
+  // x kGroup1x128: the stride between token rows (1: M-major; 0: one row of x blocks read as 1x128
+  // groups for M <= 128, ld_x_scale = 1; blockwise_tile_gx in src/blockwise_heuristic.h).
+  int32_t x_scale_row_stride = 1;
   const float* w_scale = nullptr;  ScaleGranularity gw = ScaleGranularity::kBlock128x128;
   const float* bias_f32 = nullptr;  // [N] fp32 bias, or null
   const void* bias_out = nullptr;   // [N] bias in the output dtype, or null (at most one of the two is set)

@@ -232,12 +232,13 @@ struct BlockwiseGemm {
       mainloop = {ptr_a, dA, ptr_b, dB, a.x_scale, scale_layout<LayoutSFA>(M, kbs, 1, 0, S, 0), a.w_scale,
                   scale_layout<LayoutSFB>(N, kbs, 1, 0, S, 0)};
     } else {
-      // Row groups along M: x kGroup1x128 is M-major with leading dimension ld; x kBlock128x128 is
-      // row-major over [M blocks][K groups]. Along N both weight layouts are row-major over K groups.
+      // Row groups along M: x kGroup1x128 is M-major with leading dimension ld (or one row of x
+      // blocks, row stride 0 and ld 1, up to 128 tokens); x kBlock128x128 is row-major over
+      // [M blocks][K groups]. Along N both weight layouts are row-major over K groups.
       // A K slice starts kbs groups further along K (src/blockwise.cpp checks ld · kb < 2^31).
       const bool x_m_major = kGranM == 1;
       const auto ld_sx = static_cast<int32_t>(a.ld_x_scale);
-      const LayoutSFA sfa = x_m_major ? scale_layout<LayoutSFA>(M, kbs, 1, ld_sx, S, kbs * ld_sx)
+      const LayoutSFA sfa = x_m_major ? scale_layout<LayoutSFA>(M, kbs, a.x_scale_row_stride, ld_sx, S, kbs * ld_sx)
                                       : scale_layout<LayoutSFA>(M, kbs, kb, 1, S, kbs);
       const LayoutSFB sfb = scale_layout<LayoutSFB>(N, kbs, kb, 1, S, kbs);
       mainloop = {ptr_a, dA, ptr_b, dB, a.x_scale, sfa, a.w_scale, sfb};
