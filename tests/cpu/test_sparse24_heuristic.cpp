@@ -238,7 +238,7 @@ TEST(Sparse24Heuristic, OneColumnBandTo112Tokens) {
 // 64x96, 64x112 and 128x144, two for 128x160; 64x80 in the band only), never where one column would
 // read more than 31 rows past M. Data: tune_sparse24_between_tiles.jsonl,
 // tune_sparse24_between_tiles2.jsonl, tune_sparse24_subwave.jsonl.
-TEST(Sparse24Heuristic, BetweenTilesOneOrTwoColumns) {
+TEST(Sparse24Heuristic, BetweenTilesUpToTheirMeasuredColumns) {
   const int c144 = sparse24_config_index("128x144x256_c1x1_coop");
   const int c160 = sparse24_config_index("128x160x256_c1x1_coop");
   const int c192 = sparse24_config_index("128x192x256_c1x1_coop");
