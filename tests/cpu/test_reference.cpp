@@ -118,6 +118,28 @@ TEST(Reference, RowwiseGemmHandComputed) {
   for (int i = 0; i < 6; ++i) EXPECT_DOUBLE_EQ(y[i], expect[i]) << i;
 }
 
+// The references decode e4m3 through a table of their own: every code, as a 1x1 product with the
+// code 1.0 (x side and w side), equals fp8_e4m3_decode (NaN for the two NaN codes).
+TEST(Reference, EveryE4m3CodeDecodesAsTheFormat) {
+  const uint8_t one = fp8_e4m3_encode(1.0f);
+  const float unit = 1.0f;
+  for (int c = 0; c < 256; ++c) {
+    const uint8_t code = static_cast<uint8_t>(c);
+    double y = 0.0;
+    ref::gemm_fp8_rowwise(&code, 1, &one, 1, 1, 1, 1, &unit, true, &unit, true, nullptr, &y);
+    const double want = fp8_e4m3_decode(code);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(y)) << c;
+    } else {
+      EXPECT_EQ(y, want) << c;
+    }
+    ref::gemm_fp8_blockwise(&one, 1, &code, 1, 1, 1, 1, ScaleGranularity::kGroup1x128, &unit, 1,
+                            ScaleGranularity::kGroup1x128, &unit, nullptr, &y);
+    if (std::isnan(want)) EXPECT_TRUE(std::isnan(y)) << c;
+    else EXPECT_EQ(y, want) << c;
+  }
+}
+
 TEST(Reference, BlockwiseGemmAppliesOneScalePairPerGroup) {
   // K = 256: two groups. x all ones, w all ones: group sums are 128 each.
   const int64_t M = 2, N = 2, K = 256;
