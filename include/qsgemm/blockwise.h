@@ -41,8 +41,8 @@ namespace qsgemm {
 //   config: -1 (the heuristic chooses) or an index of the config table (blockwise_config_index(name)).
 //     A forced index must support the scale granularities (blockwise_config_supports: beyond 128
 //     tokens the 64-row tile cannot serve x_scale kBlock128x128) and the problem (the split-K decode
-//     kernel, "skinny_m32_splitk", serves M <= 32): otherwise kInvalidArgument. Every configuration gives the same result up to float32
-//     rounding.
+//     kernel, "skinny_m32_splitk", serves M <= 32): otherwise kInvalidArgument. Every configuration
+//     gives the same result up to float32 rounding.
 //   split_k: for the CUTLASS tiles (not the skinny kernel): the whole 128-wide groups of K are cut
 //     into split_k equal slices, each slice's partial products go to a float32 slice of the
 //     workspace ([split_k][M][N]), and a second kernel on `stream` adds the slices in slice order,
