@@ -124,11 +124,19 @@ def rule_geomean(rows, rule, family, baseline, floor, lo=1, hi=None, label=None)
 def rule_monotone(rows, tolerance=1.05):
     res = Result("monotone", f"qsgemm time(M) <= {tolerance:.2f}x time(any larger M), per layer")
     res.lower_is_worse = False
+    # One series per kernel problem: a layer's rows of one family, and of one rank, group and output
+    # dtype where the rows carry them (W4A4 times every rank of a layer in one file).
     series = defaultdict(list)
     for r in rows:
         if positive(r.get("qsgemm_us")):
-            series[(r.get("family"), r.get("layer"), r.get("N"), r.get("K"))].append((int(r["M"]), r["qsgemm_us"]))
-    for (family, layer, _n, _k), pts in sorted(series.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+            key = (r.get("family"), r.get("layer"), r.get("N"), r.get("K"), r.get("rank"), r.get("group"),
+                   r.get("out_dtype"))
+            series[key].append((int(r["M"]), r["qsgemm_us"]))
+    for (family, layer, _n, _k, rank, group, _dt), pts in sorted(series.items(),
+                                                                 key=lambda kv: tuple(str(x) for x in kv[0])):
+        if rank is not None or group is not None:
+            layer = f"{layer} rank={rank} group={group}"
+
         pts.sort()
         # The fastest larger M, scanning from the largest M down.
         best_after = [None] * len(pts)

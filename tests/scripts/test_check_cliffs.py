@@ -126,6 +126,22 @@ class CheckCliffsTest(unittest.TestCase):
         self.assertIn("[blockwise-vs-lt] blockwise_1d2d l3-8b.o M=96", out)
         self.assertIn("[rowwise] rowwise l3-8b.o M=96", out)
 
+    def test_monotone_per_rank_and_group(self):
+        # W4A4 files time every rank of a layer: a higher rank is slower at every M, which is no cliff.
+        rows = []
+        for rank in (0, 64, 128):
+            for group in (64, 128):
+                for m in MS:
+                    rows.append({"family": "w4a4_lowrank", "layer": "seed", "M": m, "N": 4096, "K": 4096,
+                                 "out_dtype": "bf16", "rank": rank, "group": group,
+                                 "qsgemm_us": (10.0 + 0.01 * m) * (1 + rank / 64) * (1 + group / 256)})
+        code, out = self.run_check(rows, "--rules", "monotone")
+        self.assertEqual(code, 0, out)
+        self.find(rows, "w4a4_lowrank", 96)["qsgemm_us"] *= 1.5  # rank 0, group 64: slower than 128
+        code, out = self.run_check(rows, "--rules", "monotone")
+        self.assertEqual(code, 1, out)
+        self.assertIn("[monotone] w4a4_lowrank seed rank=0 group=64: M=96", out)
+
     def test_rules_without_points_are_not_failures(self):
         code, out = self.run_check(blockwise_rows(), "--rules", "sparse-vs-rowwise,sparse-vs-cusparselt")
         self.assertEqual(code, 0, out)
