@@ -12,6 +12,9 @@
 #          BW_ARGS     options for the blockwise bench only (default --all-combos: the 1d1d, 2d1d,
 #                      2d2d families too: about 2.5x the blockwise bench's ~100 s)
 #          TUNE        "M,N,K;M,N,K;..." shapes for `qsgemm tune sparse24`
+#          CLIFFS_FAIL 1 (default): a bench JSON that breaks issue #24's rules (scripts/check_cliffs.py,
+#                      its report in summary.txt, CLIFFS_LIST violations listed) counts as a failure; 0:
+#                      report only
 #          TEST_TIMEOUT, SAN_TIMEOUT  seconds for each test / sanitizer shard (default 480: a device
 #                      call ends at 600 s; a shard that runs out of time counts as failed)
 # The pytest step installs BIN_DIR/whl/qsgemm-*.whl (scripts/stage_device.sh) with
@@ -20,7 +23,8 @@
 # machine's python3 and torch; its output is appended to OUT_DIR/tests.txt (no extra file).
 # QSGEMM_REQUIRE_GPU=1 is set: a GPU test that finds no usable GPU fails instead of skipping. The
 # script keeps going after a failure (every output and the summary are written), then exits 1 when
-# anything failed: the self-check (`qsgemm verify`), a test binary, a sanitizer shard, a bench step.
+# anything failed: the self-check (`qsgemm verify`), a test binary, a sanitizer shard, a bench step,
+# the cliff check on a bench's JSON.
 # Binaries are built on the CPU machine (scripts/build.sh) and staged with scripts/stage_device.sh.
 set -uo pipefail
 out="${1:?usage: device_check.sh OUT_DIR [BIN_DIR]}"
@@ -144,6 +148,14 @@ if has bench; then
     note "bench $b: rc=$rc ($(( $(date +%s) - start )) s)"
     [ "$rc" -eq 0 ] || fail "bench $b (rc=$rc)"
     sed -n '/== summary/,$p' "$out/bench_$b.txt" | tee -a "$summary"
+    # Issue #24's rules on what the bench wrote (its report into the summary: 8 files come back).
+    for j in "$out/$b"*.json; do
+      [ -f "$j" ] || continue
+      "${PYTHON:-python3}" scripts/check_cliffs.py "$j" --max-list "${CLIFFS_LIST:-20}" >> "$summary" 2>&1
+      rc=$?
+      note "cliff check $(basename "$j"): rc=$rc"
+      [ "$rc" -eq 0 ] || [ "${CLIFFS_FAIL:-1}" = 0 ] || fail "cliff check $(basename "$j") (rc=$rc)"
+    done
   done
 fi
 rm -rf "$tmp"
