@@ -136,7 +136,6 @@ def rule_monotone(rows, tolerance=1.05):
                                                                  key=lambda kv: tuple(str(x) for x in kv[0])):
         if rank is not None or group is not None:
             layer = f"{layer} rank={rank} group={group}"
-
         pts.sort()
         # The fastest larger M, scanning from the largest M down.
         best_after = [None] * len(pts)
