@@ -2,8 +2,8 @@
 #include "qsgemm/reference.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <limits>
 
 #include "qsgemm/formats.h"
 
@@ -22,30 +22,15 @@ void quantize_box(const float* x, int64_t r0, int64_t r1, int64_t c0, int64_t c1
   for (int64_t r = r0; r < r1; ++r)
     for (int64_t c = c0; c < c1; ++c) q[r * ldq + c] = fp8_quantize_inv(x[r * ldx + c], inv);
 }
-// Every e4m3 code decoded once (the same values as fp8_e4m3_decode): the GEMM references decode
-// a weight code per multiply-add, and fp8_e4m3_decode's ldexp made them most of a GPU test's time.
-struct E4m3Table {
-  double v[256];
-};
-constexpr double pow2i(int e) {
-  double r = 1.0;
-  for (; e > 0; --e) r *= 2.0;
-  for (; e < 0; ++e) r /= 2.0;
-  return r;
-}
-constexpr E4m3Table make_e4m3_table() {
-  E4m3Table t{};
-  for (int c = 0; c < 256; ++c) {
-    const int e = (c >> 3) & 0xF, m = c & 7;
-    const double s = (c & 0x80) ? -1.0 : 1.0;
-    t.v[c] = e == 15 && m == 7 ? std::numeric_limits<double>::quiet_NaN()
-             : e == 0          ? s * m * pow2i(-9)
-                               : s * (1.0 + m / 8.0) * pow2i(e - 7);
-  }
+// Every e4m3 code decoded once by fp8_e4m3_decode: the GEMM references decode a code per
+// multiply-add, and its ldexp made them most of a GPU test's time. (Filled at load time; the decode
+// is a pure function.)
+const std::array<double, 256> kE4m3 = [] {
+  std::array<double, 256> t{};
+  for (int c = 0; c < 256; ++c) t[static_cast<size_t>(c)] = fp8_e4m3_decode(static_cast<uint8_t>(c));
   return t;
-}
-constexpr E4m3Table kE4m3 = make_e4m3_table();
-double dq(uint8_t v) { return kE4m3.v[v]; }
+}();
+double dq(uint8_t v) { return kE4m3[v]; }
 }  // namespace
 
 void quantize_fp8_per_row(const float* x, int64_t rows, int64_t cols, int64_t ldx, uint8_t* q, int64_t ldq,
