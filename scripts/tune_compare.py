@@ -4,9 +4,9 @@
 usage: scripts/tune_compare.py FILE NEW BASE[,BASE...] [--scales S]
    e.g. scripts/tune_compare.py bench/results/h200/tuning/tune_sparse24_interleaved.jsonl ...
 
-For every point (family, scales, rank, group, M, N, K: tune_regret.point_key) timed with NEW and at least one BASE configuration (names as in
-the file, e.g. 128x256x128_c1x1_coop), prints time(best BASE) / time(NEW), so > 1 means NEW is
-faster, and the geometric mean per M.
+For every point (family, scales, rank, group, M, N, K: tune_regret.point_key) timed with NEW and at
+least one BASE configuration (names as in the file, e.g. 128x256x128_c1x1_coop), prints
+time(best BASE) / time(NEW), so > 1 means NEW is faster, and the geometric mean per M.
 """
 import collections
 import json
