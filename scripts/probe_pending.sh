@@ -66,5 +66,7 @@ for nk in 14336x4096 27648x5120 59136x8192; do for m in 160 230 300; do left 540
 done; done
 echo "xblock probe $(el) s" | tee -a "$out/summary.txt"
 tail -c 80000 "$tmp/probe.txt" > "$out/probe.txt"
+# A failed test or sanitizer error, or a GPU shard that ended without gtest's summary (a timeout).
 grep -q "FAILED\|ERROR SUMMARY: [1-9]\|cpu rc=[1-9]" "$out/summary.txt" && exit 1
+[ "$(cat "$tmp"/gpu.*.txt | grep -c '^\[  PASSED  \]')" -eq 4 ] || exit 1
 exit 0
