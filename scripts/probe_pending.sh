@@ -2,38 +2,25 @@
 # One device call for the branches of docs/experiments/pending.md (built from `next/device-batch`,
 # which merges them all, and staged with scripts/stage_device.sh): the whole GPU suite,
 # compute-sanitizer on the new tests, then the probes that decide each merge, each bounded in time.
-#   usage: scripts/probe_pending.sh OUT_DIR [BIN_DIR=.carry]      (about 590 s; 8 files at most)
+#   usage: scripts/probe_pending.sh OUT_DIR [BIN_DIR=.carry]      (about 590 s; 8 files)
 # Then, here: scripts/tune_ab.py OUT_DIR/tune_*_rows.jsonl (the last token tile's rows against its
 # whole box, log §32), scripts/tune_regret.py on every tune_*.jsonl (the heuristic's picks), and
 # .carry's analysis of the band tiles (log §30, §31) and the x-block copy (§29).
 set -uo pipefail
 out="${1:?usage: probe_pending.sh OUT_DIR [BIN_DIR]}"
 B="${2:-.carry}"
-mkdir -p "$out"
+t0=$(date +%s)  # the probes stop starting new runs at fixed times from here, whatever the checks took
+# The checks first, by the device script: `qsgemm verify`, the CPU suite, the whole GPU suite in 4
+# shards and compute-sanitizer on the new tests (summary.txt, tests.txt, sanitizer.txt).
+san='BlockwiseGpu.LastTileRowsSameBitsAsWholeBox:Sparse24Gpu.LastColumnRowsSameBitsAsWholeBox:BlockwiseGpu.SplitKBeyondTheReach'
+STEPS=info,tests,sanitizer TEST_TIMEOUT=200 SAN_TIMEOUT=120 \
+  SAN_FILTER="$san:BlockwiseGpu.XBlocksThroughTheExpandedCopy:W4A4Gpu.WgmmaBandTiles" \
+  "$(dirname "$0")/device_check.sh" "$out" "$B"
+checks=$?
 export LD_LIBRARY_PATH="$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export QSGEMM_REQUIRE_GPU=1
-if [ -z "${QSGEMM_CUSPARSELT_LIB:-}" ]; then
-  QSGEMM_CUSPARSELT_LIB="$(python3 -c 'import nvidia.cusparselt as m; print(list(m.__path__)[0])' 2>/dev/null)/lib"
-  export QSGEMM_CUSPARSELT_LIB
-fi
-q=$B/qsgemm; t0=$(date +%s); tmp=$(mktemp -d)
+q=$B/qsgemm; tmp=$(mktemp -d)
 el() { echo $(( $(date +%s) - t0 )); }
 left() { [ "$(el)" -lt "$1" ]; }
-nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv > "$tmp/info.txt" 2>&1
-for i in 0 1 2 3; do
-  GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout 200 "$B/qsgemm_gpu_tests" > "$tmp/gpu.$i.txt" 2>&1 &
-done; wait
-san='BlockwiseGpu.LastTileRowsSameBitsAsWholeBox:Sparse24Gpu.LastColumnRowsSameBitsAsWholeBox:BlockwiseGpu.SplitKBeyondTheReach'
-san="$san:BlockwiseGpu.XBlocksThroughTheExpandedCopy:W4A4Gpu.WgmmaBandTiles"
-for i in 0 1 2 3; do
-  GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout 120 compute-sanitizer --tool memcheck --error-exitcode 97 \
-    "$B/qsgemm_gpu_tests" --gtest_filter="$san" > "$tmp/san.$i.txt" 2>&1 &
-done; wait
-timeout 60 "$B/qsgemm_cpu_tests" > "$tmp/cpu.txt" 2>&1; echo "cpu rc=$?" >> "$tmp/cpu.txt"
-{ cat "$tmp/info.txt" "$tmp"/gpu.*.txt; echo "==== sanitizer"; cat "$tmp"/san.*.txt; echo "==== cpu"; tail -5 "$tmp/cpu.txt"; } > "$out/tests.txt"
-{ echo "tests $(el) s"
-  grep -hE "^\[  (PASSED|FAILED) |^\[  FAILED|ERROR SUMMARY|cpu rc" "$tmp"/gpu.*.txt "$tmp"/san.*.txt "$tmp/cpu.txt" | sort | uniq -c
-} | tee "$out/summary.txt"
 # Blockwise: the last token tile's rows against its whole box (and the decode kernel, the clamped rows).
 for m in 1 16 48 96 160 8 32 200; do
   for nk in 10240x8192 57344x8192 8192x28672 2112x7168 28672x4096; do left 230 || break
@@ -66,7 +53,4 @@ for nk in 14336x4096 27648x5120 59136x8192; do for m in 160 230 300; do left 540
 done; done
 echo "xblock probe $(el) s" | tee -a "$out/summary.txt"
 tail -c 80000 "$tmp/probe.txt" > "$out/probe.txt"
-# A failed test or sanitizer error, or a GPU shard that ended without gtest's summary (a timeout).
-grep -q "FAILED\|ERROR SUMMARY: [1-9]\|cpu rc=[1-9]" "$out/summary.txt" && exit 1
-[ "$(cat "$tmp"/gpu.*.txt | grep -c '^\[  PASSED  \]')" -eq 4 ] || exit 1
-exit 0
+exit "$checks"
