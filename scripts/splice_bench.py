@@ -5,11 +5,12 @@ usage: scripts/splice_bench.py BASE.json NEW.json [NEW.json ...] --note TEXT [--
 
 A change that alters the plans at some points is re-timed there only (`qsgemm bench ... --ms ...`);
 its rows replace BASE's rows of the same point, in place. A point is (family, layer, M, N, K,
-out_dtype, rank, group, ld): one row per point in every bench JSON. Each NEW must come from the same
-device as BASE, and a row replaces only a row timed the same way (`timing`: graph or not), so that a
-file never compares a graph-replayed point with a plain one. A NEW row whose point BASE lacks is an
-error unless --add (new in-between M values), which appends it. BASE's `spliced` note gets TEXT and
-the runs' commits and dates; `git_commit` and `date` stay BASE's (the run most rows come from).
+out_dtype, rank, group, ld): one row per point in BASE, and in all the NEW files together. Each NEW
+must come from the same device as BASE, and a row replaces only a row timed the same way (`timing`:
+graph or not), so that a file never compares a graph-replayed point with a plain one. A NEW row
+whose point BASE lacks is an error unless --add (new in-between M values), which appends it. BASE's
+`spliced` note gets TEXT and the runs' commits and dates; `git_commit` and `date` stay BASE's (the
+run most rows come from).
 
 It prints, per family, the replaced rows' qsgemm time new / old (geometric mean, fastest and
 slowest point): the "no loss at the grid points" check of issue #24 for the points re-timed.
@@ -45,15 +46,16 @@ def splice(base, news, note, add=False):
     changes = collections.OrderedDict()
     added = 0
     runs = []
+    seen = {}  # point -> the NEW that times it (one each)
     for n, new in enumerate(news):
         if new.get("device") != base.get("device"):
             raise SpliceError(f"NEW #{n + 1} ran on {new.get('device')!r}, BASE on {base.get('device')!r}")
-        seen = set()
         for r in new["rows"]:
             k = point_key(r)
             if k in seen:
-                raise SpliceError(f"NEW #{n + 1} has two rows for point {k}")
-            seen.add(k)
+                raise SpliceError(f"point {k} is in NEW #{n + 1} and in NEW #{seen[k]}" if seen[k] != n + 1
+                                  else f"NEW #{n + 1} has two rows for point {k}")
+            seen[k] = n + 1
             if k not in index:
                 if not add:
                     raise SpliceError(f"point {k} of NEW #{n + 1} is not in BASE (--add appends it)")

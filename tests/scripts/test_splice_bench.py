@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CPU test of scripts/splice_bench.py: rows replaced in place by point, the new / old report, the
 note appended, BASE's layout kept byte for byte, and the refusals (another device, another timing,
-a point BASE lacks without --add, bad usage) exit 2 and write nothing.
+a point BASE lacks without --add, a point timed twice, bad usage) exit 2 and write nothing.
 
     python3 -m unittest discover -s tests/scripts -v      (or: ctest -L cpu -R check_cliffs_script)
 """
@@ -99,6 +99,7 @@ class SpliceBenchTest(unittest.TestCase):
             "another timing": [doc([row(2, 18.0, timing="events")])],
             "a point BASE lacks": [doc([row(3, 30.0)])],
             "two rows of one point": [doc([row(2, 18.0), row(2, 19.0)])],
+            "one point in two runs": [doc([row(2, 18.0)]), doc([row(2, 19.0)])],
         }
         for what, news in cases.items():
             with self.subTest(what):
