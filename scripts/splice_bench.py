@@ -111,7 +111,7 @@ def report(changes, added):
     lines = []
     for fam, ch in changes.items():
         ratios = [(new / old, k) for k, old, new in ch]
-        lo, hi = min(ratios), max(ratios)
+        lo, hi = min(ratios, key=lambda t: t[0]), max(ratios, key=lambda t: t[0])
         lines.append(f"{fam}: {len(ch)} rows replaced, qsgemm new/old geomean {geomean([r for r, _ in ratios]):.3f}, "
                      f"fastest {lo[0]:.3f} ({lo[1][1]} M={lo[1][2]}), slowest {hi[0]:.3f} ({hi[1][1]} M={hi[1][2]})")
     if added:

@@ -123,6 +123,15 @@ class SpliceBenchTest(unittest.TestCase):
         self.assertEqual(rc, 0)
         self.assertEqual([r["qsgemm_us"] for r in json.loads(text)["rows"]], [10.0, 11.0])
 
+    def test_equal_ratios_over_unlike_points(self):
+        # Two points re-timed at the same ratio whose keys hold None and a number (ld) must not be
+        # compared with each other.
+        base = doc([row(1, 10.0), row(1, 10.0, ld=4224)])
+        new = doc([row(1, 10.0), row(1, 10.0, ld=4224)])
+        rc, out, _ = self.run_main(splice_bench.dump(base), [new], "--note", "n")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("2 rows replaced, qsgemm new/old geomean 1.000", out)
+
     def test_bad_usage_exits_2(self):
         base = splice_bench.dump(doc([row(1, 10.0)]))
         for args in ([], ["--note"], ["--bogus", "--note", "n"]):
