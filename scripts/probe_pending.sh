@@ -5,7 +5,8 @@
 #   usage: scripts/probe_pending.sh OUT_DIR [BIN_DIR=.carry]      (about 590 s; 8 files)
 # Then, here: scripts/tune_ab.py OUT_DIR/tune_*_rows.jsonl (the last token tile's rows against its
 # whole box, log §32), scripts/tune_regret.py on every tune_*.jsonl (the heuristic's picks), and
-# .carry's analysis of the band tiles (log §30, §31) and the x-block copy (§29).
+# scripts/tune_compare.py for the band tiles against the 128-token tile (log §30, §31) and the
+# copy's tiles against the 128-row one (§29).
 set -uo pipefail
 out="${1:?usage: probe_pending.sh OUT_DIR [BIN_DIR]}"
 B="${2:-.carry}"
