@@ -47,9 +47,10 @@ for m in 1 48 67 100 288 9 16 74 118 40; do
       --json "$out/tune_sparse24_rows.jsonl" >> "$tmp/probe.txt" 2>&1
   done; done
 echo "sparse rows probe $(el) s" | tee -a "$out/summary.txt"
-# W4A4: the band tiles (log §31) against the 128-token tile and the decode kernels.
+# W4A4: the band tiles (log §31) against the 128-token tile and the decode kernels (33-64 tokens:
+# where the heuristic still runs the decode kernels, which the 64-token band tile beat on the H100).
 for nk in 59136x8192 27648x5120 14336x4096; do for g in 64 128; do
-  for m in 64 80 96 112 128; do left 470 || break
+  for m in 64 80 96 112 128 40 56; do left 470 || break
     timeout 30 "$q" tune w4a4 --m $m --n "${nk%x*}" --k "${nk#*x}" --rank 64 --group $g --interleave \
       --configs decode_32x32_k8,32x64x128_w1x4,128x128x128_wgmma_coop,64x128x128_wgmma_coop,80x128x128_wgmma_coop,96x128x128_wgmma_coop,112x128x128_wgmma_coop \
       --json "$out/tune_w4a4_band_tiles.jsonl" >> "$tmp/probe.txt" 2>&1
