@@ -119,9 +119,25 @@ void check_plan_ld(const char* fn, int64_t K, int64_t ld_x, int64_t ld_w) {
                    detail::cat(name, "=", ld, " must be 0 (packed rows) or >= K=", K, " and a multiple of 16"));
 }
 
-// Where the expanded copy of x blocks starts in the workspace: after the split-K slices, if any, on
-// a 256-byte boundary.
-size_t expanded_x_offset(size_t split_bytes) { return (split_bytes + 255) / 256 * 256; }
+// What a plan (config, split_k) keeps in the workspace: the split-K slices from byte 0 (split_k > 1),
+// then, where the tile reads x blocks through the expanded copy, that copy on a 256-byte boundary.
+// make_plan, the forced configuration's check and the launch all read it from here.
+struct WorkspaceLayout {
+  size_t expanded_x_offset = 0;  // where the copy starts (valid when expands_x)
+  size_t bytes = 0;              // the whole workspace the plan needs
+  bool expands_x = false;
+};
+WorkspaceLayout workspace_layout(int config, int split_k, int64_t M, int64_t N, int64_t K, G gx, G gw) {
+  WorkspaceLayout w;
+  if (M <= 0) return w;
+  w.bytes = split_k > 1 ? detail::splitk_workspace_bytes(M, N, split_k) : 0;
+  w.expands_x = kernels::blockwise_expands_x_scales(config, gx, gw, M);
+  if (w.expands_x) {
+    w.expanded_x_offset = (w.bytes + 255) / 256 * 256;
+    w.bytes = w.expanded_x_offset + kernels::blockwise_expanded_x_bytes(M, ceil_div(K, kScaleGroupK));
+  }
+  return w;
+}
 
 // THE plan (include/qsgemm/linear.h): what blockwise_plan publishes and blockwise_linear runs, with
 // or without a workspace. The arguments are checked (check_problem), sm_count > 0. A forced split
@@ -135,11 +151,7 @@ LinearPlan make_plan(const char* fn, int64_t M, int64_t N, int64_t K, G gx, G gw
                  detail::cat("split_k=", o.split_k, " applies to the CUTLASS configurations; for M=", M,
                              " the heuristic chose config ", c.config, " (", describe(c.config),
                              "): force a configuration with options.config"));
-  LinearPlan p{c.config, c.split_k, 0};
-  if (M > 0 && p.split_k > 1) p.workspace_bytes = detail::splitk_workspace_bytes(M, N, p.split_k);
-  if (M > 0 && kernels::blockwise_expands_x_scales(p.config, gx, gw, M))
-    p.workspace_bytes = expanded_x_offset(p.workspace_bytes) + kernels::blockwise_expanded_x_bytes(M, ceil_div(K, kScaleGroupK));
-  return p;
+  return LinearPlan{c.config, c.split_k, workspace_layout(c.config, c.split_k, M, N, K, gx, gw).bytes};
 }
 
 }  // namespace
@@ -200,11 +212,11 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   const bool has_bias = detail::check_bias(fn, bias, N, y.dtype);
   check_problem(fn, M, N, K, gx, gw, options);
   if (options.split_k >= 2) detail::check_forced_split_workspace(fn, options.split_k, M, N, options);
-  if (options.config >= 0 && kernels::blockwise_expands_x_scales(options.config, gx, gw, M)) {
+  const WorkspaceLayout forced = workspace_layout(options.config, options.split_k, M, N, K, gx, gw);
+  if (options.config >= 0 && forced.expands_x) {
     // A forced tile that reads x blocks through the copy: at least the copy's bytes (after a forced
     // split's slices), like a forced split's own rule, before any GPU work.
-    const size_t split = options.split_k >= 2 ? detail::splitk_workspace_bytes(M, N, options.split_k) : 0;
-    const size_t need = expanded_x_offset(split) + kernels::blockwise_expanded_x_bytes(M, k_groups);
+    const size_t need = forced.bytes;
     const size_t given = options.workspace != nullptr ? options.workspace_bytes : 0;
     if (given < need)
       detail::fail(fn, Status::kInvalidArgument, "options.workspace_bytes",
@@ -255,11 +267,11 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   a.x_scale = x_scale.data;
   a.ld_x_scale = x_scale.ld;
   a.gx = gx;
-  if (kernels::blockwise_expands_x_scales(plan.config, gx, gw, M)) {
+  const WorkspaceLayout layout = workspace_layout(plan.config, plan.split_k, M, N, K, gx, gw);
+  if (layout.expands_x) {
     // Beyond 128 tokens a tile of 1x128 groups reads x blocks as an expanded copy in the workspace
     // (after the split-K slices), written by a kernel on the stream before the GEMM.
-    const size_t split_bytes = plan.split_k > 1 ? detail::splitk_workspace_bytes(M, N, plan.split_k) : 0;
-    auto* groups = reinterpret_cast<float*>(static_cast<char*>(options.workspace) + expanded_x_offset(split_bytes));
+    auto* groups = reinterpret_cast<float*>(static_cast<char*>(options.workspace) + layout.expanded_x_offset);
     kernels::run_blockwise_expand_x_scales(x_scale.data, M, k_groups, groups, stream, fn);
     a.x_scale = groups;
     a.gx = G::kGroup1x128;
