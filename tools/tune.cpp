@@ -171,20 +171,25 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   } else {
     for (int i = 0; i < (clusters ? 4 : blockwise_num_configs()); ++i) items.push_back({clusters ? skinny : i, 0});
   }
-  // A split the library refuses for this shape (e.g. one that does not divide the K groups) is
-  // reported and left out; the other items still run.
+  // One workspace for every item, the largest any needs: a split's slices, and for x blocks beyond
+  // 128 tokens on a tile of 1x128 groups their expanded copy (timed with the GEMM). A split the
+  // library refuses for this shape (e.g. one that does not divide the K groups) is reported and left
+  // out; the other items still run (a configuration that does not serve the pair is reported by the
+  // sweep).
   size_t ws_bytes = 0;
   std::vector<Item> runnable;
   for (const Item& it : items) {
-    if (it.split > 1) {
+    if (!clusters) {
       BlockwiseOptions o;
       o.config = it.config;
-      o.split_k = it.split;
+      o.split_k = it.split > 1 ? it.split : 1;
       try {
         ws_bytes = std::max(ws_bytes, blockwise_linear_workspace_bytes(M, N, K, gx, gw, o, sm_count));
       } catch (const Error& e) {
-        std::printf("  skipped %s_splitk%d: %s\n", blockwise_config_name(it.config).c_str(), it.split, e.what());
-        continue;
+        if (it.split > 1) {
+          std::printf("  skipped %s_splitk%d: %s\n", blockwise_config_name(it.config).c_str(), it.split, e.what());
+          continue;
+        }
       }
     }
     runnable.push_back(it);
@@ -213,8 +218,8 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
         BlockwiseOptions opt;
         opt.config = it.config;
         if (clusters) opt.skinny_cluster = kClusters[i];
-        if (splitting) {
-          opt.split_k = it.split;
+        if (!clusters) {
+          opt.split_k = splitting ? it.split : 1;  // without --split-k: unsplit, as without a workspace
           opt.workspace = ws.get();
           opt.workspace_bytes = ws_bytes;
         }
