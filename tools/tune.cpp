@@ -39,6 +39,7 @@ bool parse_granularity(const std::string& s, ScaleGranularity* g) {
 struct SweepOptions {
   std::vector<int> only;  // empty: every configuration
   bool interleave = false;
+  std::string json_extra;  // ,"key":value pairs every JSON line carries (what else keys the point)
 };
 
 // name_to_index: the table's lookup by name (empty for --skinny-clusters, whose items are indices).
@@ -85,9 +86,10 @@ int sweep(const char* family, int64_t M, int64_t N, int64_t K, int count, int ch
     std::printf("  [%d] %-34s %10.1f us %8.1f TFLOP/s%s %s\n", i, name(i).c_str(), us, tflops,
                 i == chosen ? "  <- heuristic" : "", errs[j].c_str());
     if (jf)
-      std::fprintf(jf, "{\"family\":\"%s\",\"M\":%lld,\"N\":%lld,\"K\":%lld,\"config\":\"%s\",\"us\":%.3f%s}\n", family,
+      std::fprintf(jf, "{\"family\":\"%s\",\"M\":%lld,\"N\":%lld,\"K\":%lld,\"config\":\"%s\",\"us\":%.3f%s%s%s}\n", family,
                    static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K), name(i).c_str(), us,
-                   opt.interleave ? ",\"interleaved\":true" : "");
+                   opt.json_extra.c_str(), opt.interleave ? ",\"interleaved\":true" : "",
+                   i == chosen ? ",\"heuristic\":true" : "");
     if (us > 0 && us < best) {
       best = us;
       best_i = i;
@@ -147,6 +149,7 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   if (!parse_sweep_options(argc, argv, clusters ? 4 : blockwise_num_configs(),
                            clusters ? std::function<int(const std::string&)>() : blockwise_config_index, &so))
     return 2;
+  so.json_extra = std::string(",\"scales\":\"") + granularity_name(gx) + "_x_" + granularity_name(gw) + "\"";
   // --split-k LIST: each CUTLASS configuration (those of --configs, or all that serve the pair) with
   // each forced split (BlockwiseOptions::split_k; 1 = none), given a workspace.
   struct Item {
@@ -254,6 +257,7 @@ int tune_w4a4(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_cou
   Timer timer(stream);
   SweepOptions so;
   if (!parse_sweep_options(argc, argv, w4a4_num_configs(), w4a4_config_index, &so)) return 2;
+  so.json_extra = ",\"rank\":" + std::to_string(R) + ",\"group\":" + std::to_string(G);
   const int chosen = w4a4_choose_config(M, N, K, static_cast<int>(R), sm_count, G);
   std::string json;
   arg_value(argc, argv, "--json", &json);
@@ -293,7 +297,8 @@ int run_tune(int argc, char** argv) {
         "                        [--configs NAME|I,...] [--interleave]\n\n"
         "Times every sparse24 kernel configuration on Y[M,N] = X[M,K]·W[N,K]ᵀ (bf16 output, per-token and\n"
         "per-channel scales; L2 flushed, median time) and prints each with the winner and the heuristic's\n"
-        "pick. --json appends one JSON line per configuration to FILE. 'tune blockwise' does the same for the\n"
+        "pick. --json appends one JSON line per configuration to FILE (the pick's with \"heuristic\":true;\n"
+        "scripts/tune_regret.py reads it). 'tune blockwise' does the same for the\n"
         "blockwise table with the given scale granularities (default 1x128 activations, 128x128 weights);\n"
         "--skinny-clusters times the skinny decode kernel with K split over clusters of 1, 2, 4 and 8 CTAs.\n"
         "--ld-align starts the rows of X and W every round_up(K, BYTES) bytes (blockwise; default 16 = K).\n"
