@@ -820,17 +820,21 @@ TEST_F(BlockwiseGpu, SplitKByHeuristic) {
 }
 
 // The split rules beyond the reach: one token tile at least 40 % past M splits in two (the 64-row
-// tile at 20 tokens on 43 weight tiles, the 128-row tile at 50 on 57, x in 128x128 blocks), and a
-// partial last group with 1x128 weight scales splits from 32 whole groups at 17-128 tokens.
+// tile at 20 tokens on 43 weight tiles; the 128-row tile, forced, at 50 on 57 with x in 128x128
+// blocks, which up to 128 tokens otherwise take the 1x128 activations' 64-row tile), and a partial
+// last group with 1x128 weight scales splits from 32 whole groups at 17-128 tokens.
 TEST_F(BlockwiseGpu, SplitKBeyondTheReach) {
   std::mt19937 rng(1152);
-  const std::tuple<int64_t, int64_t, int64_t, G, G, DType> cases[] = {
-      {20, 5504, 8192, G::kGroup1x128, G::kBlock128x128, DType::kBF16},
-      {50, 7296, 8192, G::kBlock128x128, G::kBlock128x128, DType::kF32},
-      {40, 4096, 4112, G::kGroup1x128, G::kGroup1x128, DType::kBF16}};
-  for (const auto& [M, N, K, gx, gw, out] : cases) {
-    ASSERT_GT(blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, test::device_sm_count()).split_k, 1) << M << "x" << N << "x" << K;
+  const std::tuple<int64_t, int64_t, int64_t, G, G, DType, const char*> cases[] = {
+      {20, 5504, 8192, G::kGroup1x128, G::kBlock128x128, DType::kBF16, nullptr},
+      {50, 7296, 8192, G::kBlock128x128, G::kBlock128x128, DType::kF32, "128x128x128_c1x1_coop"},
+      {40, 4096, 4112, G::kGroup1x128, G::kGroup1x128, DType::kBF16, nullptr}};
+  for (const auto& [M, N, K, gx, gw, out, forced] : cases) {
+    BlockwiseOptions o;  // the library's split, of its own tile or of the forced one
+    if (forced) o.config = blockwise_config_index(forced);
+    ASSERT_GT(blockwise_plan(M, N, K, gx, gw, o, test::device_sm_count()).split_k, 1) << M << "x" << N << "x" << K;
     Case c = shape_case(M, N, K, gx, gw);
+    c.config = o.config;
     c.workspace = true;
     c.out = out;
     run_case(c, rng, stream_);
