@@ -4,14 +4,18 @@
 usage: scripts/tune_compare.py FILE NEW BASE[,BASE...] [--scales S]
    e.g. scripts/tune_compare.py bench/results/h200/tuning/tune_sparse24_interleaved.jsonl ...
 
-For every (scales, M, N, K) point timed with NEW and at least one BASE configuration (names as in
-the file, e.g. 128x256x128_c1x1_coop), prints time(best BASE) / time(NEW), so > 1 means NEW is
-faster, and the geometric mean per M.
+For every point (family, scales, rank, group, M, N, K: tune_regret.point_key) timed with NEW and at
+least one BASE configuration (names as in the file, e.g. 128x256x128_c1x1_coop), prints
+time(best BASE) / time(NEW), so > 1 means NEW is faster, and the geometric mean per M.
 """
 import collections
 import json
 import math
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tune_regret import point_key  # noqa: E402  (one notion of a point: family, scales, rank, group, M, N, K)
 
 
 def main(argv):
@@ -25,9 +29,11 @@ def main(argv):
         r = json.loads(line)
         if r.get("us", -1) <= 0 or (scales and r.get("scales") != scales):
             continue
-        points[(r.get("scales", ""), r["M"], r["N"], r["K"])][r["config"]] = r["us"]
+        points[point_key(r)][r["config"]] = r["us"]
     per_m = collections.defaultdict(list)
-    for (sc, m, n, k), t in sorted(points.items()):
+    for key, t in sorted(points.items(), key=lambda kv: str(kv[0])):
+        fam, sc, rank, group, m, n, k = key
+        sc = " ".join(str(x) for x in (sc, f"r{rank}" if rank != "" else "", f"g{group}" if group != "" else "") if x)
         base = [t[b] for b in bases if b in t]
         if new not in t or not base:
             continue

@@ -297,6 +297,7 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   a.device = dev.device;
   a.sm_count = dev.sm_count;
   a.skinny_cluster = options.skinny_cluster;
+  a.whole_last_tile = options.whole_last_tile;
   const kernels::TileOrder order = kernels::blockwise_tile_order(M, N, plan.config);
   a.swizzle = order.swizzle;
   a.raster = order.raster;

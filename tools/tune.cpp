@@ -154,6 +154,7 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   // each forced split (BlockwiseOptions::split_k; 1 = none), given a workspace.
   struct Item {
     int config, split;
+    bool whole = false;  // --whole-last-tile: BlockwiseOptions::whole_last_tile
   };
   std::vector<Item> items;
   const bool splitting = arg_value(argc, argv, "--split-k", &v);
@@ -198,13 +199,21 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
     runnable.push_back(it);
   }
   items.swap(runnable);
+  // --whole-last-tile: each item again with the last token tile loading X's whole box (the A side
+  // of an A/B of BlockwiseOptions::whole_last_tile; the skinny kernel has no such tile).
+  if (has_flag(argc, argv, "--whole-last-tile")) {
+    const size_t n = items.size();
+    for (size_t j = 0; j < n; ++j)
+      if (!clusters && items[j].config != skinny) items.push_back({items[j].config, items[j].split, true});
+  }
   DeviceBuffer ws(std::max<size_t>(ws_bytes, 16));
   // The heuristic's line: its configuration (with --split-k: what it runs given a workspace).
   const LinearPlan plan = blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, sm_count);
   int chosen_item = -1;
   if (!clusters)
     for (size_t j = 0; j < items.size(); ++j)
-      if (splitting ? items[j].config == plan.config && items[j].split == plan.split_k : items[j].config == chosen)
+      if (!items[j].whole &&
+          (splitting ? items[j].config == plan.config && items[j].split == plan.split_k : items[j].config == chosen))
         chosen_item = static_cast<int>(j);
   std::string json;
   arg_value(argc, argv, "--json", &json);
@@ -214,13 +223,15 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
       [&](int i) {
         if (clusters) return blockwise_config_name(skinny) + "_c" + std::to_string(kClusters[i]);
         const Item& it = items[static_cast<size_t>(i)];
-        return blockwise_config_name(it.config) + (splitting ? "_splitk" + std::to_string(it.split) : std::string());
+        return blockwise_config_name(it.config) + (splitting ? "_splitk" + std::to_string(it.split) : std::string()) +
+               (it.whole ? "_wholelast" : "");
       },
       [&](int i, cudaStream_t st) {
         const Item& it = items[static_cast<size_t>(i)];
         BlockwiseOptions opt;
         opt.config = it.config;
         if (clusters) opt.skinny_cluster = kClusters[i];
+        opt.whole_last_tile = it.whole;
         if (!clusters) {
           opt.split_k = splitting ? it.split : 1;  // without --split-k: unsplit, as without a workspace
           opt.workspace = ws.get();
@@ -291,7 +302,7 @@ int run_tune(int argc, char** argv) {
         "                            [--split-k S1,S2,...]\n"
         "       qsgemm tune blockwise --m M --n N --k K [--json FILE] [--gx group_1x128|block_128x128|per_row]\n"
         "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n"
-        "                             [--split-k S1,S2,...] [--ld-align BYTES]\n"
+        "                             [--split-k S1,S2,...] [--ld-align BYTES] [--whole-last-tile]\n"
         "                             [--configs NAME|I,...] [--interleave]\n"
         "       qsgemm tune w4a4 --m M --n N --k K [--rank R] [--group 64|128] [--json FILE]\n"
         "                        [--configs NAME|I,...] [--interleave]\n\n"
@@ -301,6 +312,8 @@ int run_tune(int argc, char** argv) {
         "scripts/tune_regret.py reads it). 'tune blockwise' does the same for the\n"
         "blockwise table with the given scale granularities (default 1x128 activations, 128x128 weights);\n"
         "--skinny-clusters times the skinny decode kernel with K split over clusters of 1, 2, 4 and 8 CTAs.\n"
+        "--whole-last-tile times each configuration a second time (name suffix _wholelast) with its last token\n"
+        "tile loading X's whole box, rows past M included (BlockwiseOptions::whole_last_tile).\n"
         "--ld-align starts the rows of X and W every round_up(K, BYTES) bytes (blockwise; default 16 = K).\n"
         "--split-k times each CUTLASS configuration (of --configs, or all) with each listed split-K factor\n"
         "(1 = no split), given a workspace; the heuristic's line is its configuration with its split (for\n"

@@ -67,6 +67,10 @@ struct BlockwiseOptions : LinearOptions {
   // --skinny-clusters`). A nonzero value requires config == the skinny index and at least one
   // 128-wide K group per warp (C x min(4, ceil(K/128)) <= ceil(K/128)); otherwise kInvalidArgument.
   int skinny_cluster = 0;
+  // Tuning: a last token tile that runs past M loads X's whole TMA box, the rows past M included
+  // (what the library did before it loaded only the tile's rows), for same-run comparisons
+  // (`qsgemm tune blockwise --whole-last-tile`). Same results; slower. Ignored by the skinny kernel.
+  bool whole_last_tile = false;
 };
 
 // ---- configurations (one table: src/kernels/sm90/blockwise/sm90_blockwise_configs.h) ----------

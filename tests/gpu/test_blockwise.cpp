@@ -65,6 +65,7 @@ struct Case {
   // x_scale block_128x128: a second run with those scales given as 1x128 groups (the layout the
   // expanded copy has), same options: Y equal bit for bit.
   bool same_bits_as_x_groups = false;
+  bool same_bits_whole = false;  // a second run with BlockwiseOptions::whole_last_tile: Y equal bit for bit
 
   std::string str() const {
     return "M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) + " x_scale=" +
@@ -74,7 +75,8 @@ struct Case {
            " split_k=" + std::to_string(split_k) + (workspace ? " workspace" : "") +
            " pads=" + std::to_string(pad_x) + "/" + std::to_string(pad_w) + "/" + std::to_string(pad_y) + "/" +
            std::to_string(pad_sx) + " guard_rows=" + std::to_string(guard_rows) +
-           " same_bits_as=" + std::to_string(same_bits_as) + (same_bits_as_x_groups ? " same_bits_as_x_groups" : "");
+           " same_bits_as=" + std::to_string(same_bits_as) + (same_bits_as_x_groups ? " same_bits_as_x_groups" : "") +
+           (same_bits_whole ? " same_bits_whole" : "");
   }
 };
 
@@ -194,18 +196,20 @@ void run_case(const Case& c, std::mt19937& rng, cudaStream_t stream) {
   ASSERT_TRUE(std::all_of(with_guard.begin(), with_guard.begin() + guard_bytes, [](uint8_t b) { return b == 0xFF; }))
       << "rows before Y were written";
   const std::vector<uint8_t> raw(with_guard.begin() + guard_bytes, with_guard.end());
-  if (c.same_bits_as >= 0) {
+  if (c.same_bits_as >= 0 || c.same_bits_whole) {
     DeviceBuffer<uint8_t> d_y2(raw.size());
     d_y2.poison(0xFF);
     BlockwiseOptions opt2 = opt;
-    opt2.config = c.same_bits_as;
+    if (c.same_bits_as >= 0) opt2.config = c.same_bits_as;
+    opt2.whole_last_tile = c.same_bits_whole;
     try {
       blockwise_linear(x, x_scale, w, w_scale, bias, MatrixView(d_y2.get(), c.out, M, N, ldy), opt2, stream);
     } catch (const Error& e) {
       FAIL() << "blockwise_linear threw on config " << c.same_bits_as << ": " << e.what();
     }
     QSGEMM_CUDA_OK(cudaStreamSynchronize(stream));
-    ASSERT_TRUE(d_y2.download() == raw) << "configs " << c.config << " and " << c.same_bits_as << " differ";
+    ASSERT_TRUE(d_y2.download() == raw) << "configs " << c.config << " and " << opt2.config << " (whole last tile "
+                                        << opt2.whole_last_tile << ") differ";
   }
   if (c.same_bits_as_x_groups) {
     ASSERT_EQ(c.gx, G::kBlock128x128);
@@ -469,6 +473,44 @@ TEST_F(BlockwiseGpu, ClampedRowsSameBitsAsPlainTile) {
       }
     }
   }
+}
+
+// The last token tile loads only its rows of X (sm90_blockwise_last_tile_rows.cuh): every CUTLASS
+// configuration and scale pair it serves, M around 8-row boxes and tile edges, bit for bit against
+// the same call loading the whole box (BlockwiseOptions::whole_last_tile) and against the float64
+// reference; a split over K with a partial last group, a padded x-scale layout, every output dtype
+// and bias kind. The rows of the stage the tile skips hold an earlier tile's X: equal bits show
+// that they reach no stored row.
+TEST_F(BlockwiseGpu, LastTileRowsSameBitsAsWholeBox) {
+  std::mt19937 rng(733);
+  size_t i = 0;
+  for (int config = 0; config < blockwise_num_configs(); ++config) {
+    const std::string name = blockwise_config_name(config);
+    if (name.rfind("skinny", 0) == 0) continue;  // no token tiles
+    const int64_t tm = std::stoll(name);
+    for (const auto& [gx, gw] : kPairs)
+      for (int64_t M : {int64_t{1}, int64_t{9}, tm - 1, tm + 8, 2 * tm + 3, 5 * tm - 17}) {
+        if (!blockwise_config_supports(config, gx, gw, M)) continue;
+        Case c;
+        c.M = M;
+        c.N = i % 2 ? 264 : 392;
+        c.K = i % 3 == 0 ? 400 : i % 3 == 1 ? 1024 : 4112;
+        c.gx = gx;
+        c.gw = gw;
+        c.config = config;
+        c.same_bits_whole = true;
+        c.out = i % 3 == 0 ? DType::kBF16 : i % 3 == 1 ? DType::kF32 : DType::kF16;
+        c.bias = static_cast<BiasKind>(i / 3 % 3);
+        c.pad_sx = i % 2 ? 5 : 0;
+        c.guard_rows = 3;
+        c.workspace = true;                                 // (x blocks beyond 128 tokens may need one)
+        c.split_k = i % 4 == 3 && c.K >= 1024 ? 2 : 1;      // K slices: 2 over the whole groups
+        ++i;
+        run_case(c, rng, stream_);
+        if (HasFatalFailure()) return;
+      }
+  }
+  EXPECT_GT(i, 60u);
 }
 
 // Up to 128 tokens x_scale block_128x128 is one row of blocks, which the tiles of 1x128 activation

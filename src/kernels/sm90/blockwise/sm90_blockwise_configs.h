@@ -141,6 +141,9 @@ struct BlockwiseGemmArgs {
   // [splits][M][ldy], unbiased; run_splitk_reduce (kernels/sm90/common/splitk_reduce.h) then adds
   // them, the partial last group (K % 128 columns) and the bias. src/blockwise.cpp sets it up.
   int splits = 1;
+  // Tuning (BlockwiseOptions::whole_last_tile): a last token tile partly past M loads X's whole box,
+  // rows past M included, instead of its own rows only.
+  bool whole_last_tile = false;
 };
 
 // Largest split blockwise_linear accepts.
