@@ -294,7 +294,7 @@ int run_tune(int argc, char** argv) {
   if (argc < 1 || has_flag(argc, argv, "--help")) {
     std::printf(
         "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE] [--configs NAME|I,...] [--interleave]\n"
-        "                            [--split-k S1,S2,...]\n"
+        "                            [--split-k S1,S2,...] [--whole-last-tile]\n"
         "       qsgemm tune blockwise --m M --n N --k K [--json FILE] [--gx group_1x128|block_128x128|per_row]\n"
         "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n"
         "                             [--split-k S1,S2,...] [--ld-align BYTES] [--whole-last-tile]\n"
@@ -308,7 +308,7 @@ int run_tune(int argc, char** argv) {
         "blockwise table with the given scale granularities (default 1x128 activations, 128x128 weights);\n"
         "--skinny-clusters times the skinny decode kernel with K split over clusters of 1, 2, 4 and 8 CTAs.\n"
         "--whole-last-tile times each configuration a second time (name suffix _wholelast) with its last token\n"
-        "tile loading X's whole box, rows past M included (BlockwiseOptions::whole_last_tile).\n"
+        "tile loading X's whole box, rows past M included (Sparse24Options / BlockwiseOptions::whole_last_tile).\n"
         "--ld-align starts the rows of X and W every round_up(K, BYTES) bytes (blockwise; default 16 = K).\n"
         "--split-k times each CUTLASS configuration (of --configs, or all) with each listed split-K factor\n"
         "(1 = no split), given a workspace; the heuristic's line is its configuration with its split (for\n"
@@ -356,7 +356,8 @@ int run_tune(int argc, char** argv) {
   // --split-k LIST: each data-parallel configuration (of --configs, or all) with each forced split
   // (Sparse24Options::split_k; 1 = none); the stream-K and decode configurations once, unsplit.
   struct Item {
-    int config, split;  // split 0: the configuration as it is (no --split-k)
+    int config, split;   // split 0: the configuration as it is (no --split-k)
+    bool whole = false;  // --whole-last-tile: Sparse24Options::whole_last_tile
   };
   std::vector<Item> items;
   std::string v;
@@ -378,10 +379,17 @@ int run_tune(int argc, char** argv) {
   } else {
     for (int c : configs) items.push_back({c, 0});
   }
+  // --whole-last-tile: each CUTLASS item again with the last token column loading X's whole box.
+  if (has_flag(argc, argv, "--whole-last-tile")) {
+    const size_t n = items.size();
+    for (size_t j = 0; j < n; ++j)
+      if (!sparse24_config(items[j].config).skinny) items.push_back({items[j].config, items[j].split, true});
+  }
   auto options_of = [&](const Item& it) {
     Sparse24Options opt;
     opt.config = it.config;
     opt.split_k = it.split;
+    opt.whole_last_tile = it.whole;
     return opt;
   };
   // One workspace for every item (the largest any needs; an item whose split does not apply is
@@ -396,7 +404,8 @@ int run_tune(int argc, char** argv) {
   const LinearPlan plan = sparse24_plan(M, N, K, Sparse24Options{}, d.sm_count);
   int chosen = -1;
   for (size_t j = 0; j < items.size(); ++j)
-    if (items[j].config == plan.config && (!splitting || std::max(items[j].split, 1) == plan.split_k))
+    if (!items[j].whole && items[j].config == plan.config &&
+        (!splitting || std::max(items[j].split, 1) == plan.split_k))
       chosen = static_cast<int>(j);
   // A plan with a tail launch is not one configuration: time it as its own line (config -1 runs
   // the library's plan).
@@ -418,7 +427,8 @@ int run_tune(int argc, char** argv) {
                  std::to_string(plan.tail_rows);
         const Sparse24Config cfg = sparse24_config(it.config);
         const bool split_name = splitting && !cfg.stream_k && !cfg.skinny;
-        return cfg.name() + (split_name ? "_splitk" + std::to_string(it.split) : std::string());
+        return cfg.name() + (split_name ? "_splitk" + std::to_string(it.split) : std::string()) +
+               (it.whole ? "_wholelast" : "");
       },
       [&](int i, cudaStream_t st) {
         Sparse24Options opt = options_of(items[static_cast<size_t>(i)]);

@@ -411,6 +411,56 @@ TEST(Sparse24Gpu, LinearClampedLastColumn) {
   EXPECT_GE(clamped, 3 * 8);
 }
 
+// A last token column partly past M loads only its rows of X (common/token_row_boxes.cuh; a
+// cluster pair's padding column none): every CUTLASS configuration (stream-K included) at M around
+// 8-row boxes and the column's edges, against the float64 reference and bit for bit against the
+// same call loading the whole box (Sparse24Options::whole_last_tile). The skipped rows of a stage
+// hold an earlier tile's X: equal bits show they reach no stored row.
+TEST(Sparse24Gpu, LastColumnRowsSameBitsAsWholeBox) {
+  QSGEMM_REQUIRE_SM90();
+  std::mt19937 rng(17);
+  Weight w;
+  make_weight(w, 392, 768, rng);
+  int cases = 0;
+  for (int c = 0; c < sparse24_num_configs(); ++c) {
+    const Sparse24Config cfg = sparse24_config(c);
+    if (cfg.skinny) continue;
+    const int64_t tn = cfg.tile_n;
+    for (int64_t M : {int64_t{1}, int64_t{9}, tn - 1, tn + 8, 2 * tn + 3}) {
+      if (M < 1) continue;
+      check_linear(w, LinearSpec{M, DType::kF32, DType::kF32, false, c, 16, 8}, rng);
+      const int64_t ldx = w.K + 16, ldy = w.N + 8;
+      std::vector<uint8_t> xq(static_cast<size_t>(M * ldx));
+      for (auto& b : xq) b = static_cast<uint8_t>(rng() & 0x77);  // finite e4m3 (no NaN encodings)
+      std::vector<float> sx(static_cast<size_t>(M));
+      for (auto& v : sx) v = std::uniform_real_distribution<float>(0.5f, 2.0f)(rng);
+      DeviceBuffer<uint8_t> x(xq.size());
+      x.upload(xq);
+      DeviceBuffer<float> sxd(sx.size());
+      sxd.upload(sx);
+      DeviceBuffer<uint8_t> y0(static_cast<size_t>(M * ldy * 4)), y1(static_cast<size_t>(M * ldy * 4));
+      y0.poison();
+      y1.poison();
+      Sparse24Options opt;
+      opt.config = c;
+      const size_t ws_bytes = sparse24_linear_workspace_bytes(M, w.N, w.K, opt);
+      DeviceBuffer<uint8_t> ws(std::max<size_t>(ws_bytes, 16));
+      opt.workspace = ws.get();
+      opt.workspace_bytes = ws_bytes;
+      for (DeviceBuffer<uint8_t>* y : {&y0, &y1}) {
+        opt.whole_last_tile = y == &y1;
+        ASSERT_NO_THROW(sparse24_linear(MatrixView(x.get(), DType::kE4M3, M, w.K, ldx),
+                                        ScaleView{sxd.get(), ScaleGranularity::kPerRow, 0}, w.view(), VectorView(),
+                                        MatrixView(y->get(), DType::kF32, M, w.N, ldy), opt, nullptr));
+      }
+      QSGEMM_CUDA_OK(cudaDeviceSynchronize());
+      EXPECT_TRUE(y0.download() == y1.download()) << cfg.name() << " M=" << M << ": rows only and whole box differ";
+      ++cases;
+    }
+  }
+  EXPECT_GE(cases, 40);
+}
+
 // The split-K decode kernel (configuration 12), forced: every token count it serves (n8 token tiles
 // of 1, 2 and 4), weights off its 16-row and 128-column edges (8 rows and K = 32: one partial panel;
 // 72 x 160: a partial second panel; 200 x 4128: 33 panels, a cluster of 2; 1288 x 96: one warp per

@@ -33,6 +33,9 @@ struct Sparse24GemmArgs {
   // [splits][m_tok][ldy], scaled and unbiased; run_splitk_reduce (kernels/sm90/common/splitk_reduce.h)
   // then writes the real output. src/sparse24.cpp sets it up.
   int splits = 1;
+  // Tuning (Sparse24Options::whole_last_tile): a last token column partly past M loads X's whole
+  // box, rows past M included, instead of its own rows only.
+  bool whole_last_tile = false;
 };
 
 // Runs CUTLASS configuration `config` (a row of kSparse24Configs, not the decode kernel). Throws qsgemm::Error when
