@@ -503,8 +503,8 @@ TEST_F(BlockwiseGpu, LastTileRowsSameBitsAsWholeBox) {
         c.bias = static_cast<BiasKind>(i / 3 % 3);
         c.pad_sx = i % 2 ? 5 : 0;
         c.guard_rows = 3;
-        c.workspace = true;                                 // (x blocks beyond 128 tokens may need one)
-        c.split_k = i % 4 == 3 && c.K >= 1024 ? 2 : 1;      // K slices: 2 over the whole groups
+        c.workspace = true;                             // for the split (and x blocks beyond 128 tokens)
+        c.split_k = i % 4 == 3 && c.K >= 1024 ? 2 : 1;  // 2 K slices over the whole groups, or none
         ++i;
         run_case(c, rng, stream_);
         if (HasFatalFailure()) return;

@@ -412,7 +412,7 @@ TEST(Sparse24Gpu, LinearClampedLastColumn) {
 }
 
 // A last token column partly past M loads only its rows of X (common/token_row_boxes.cuh; a
-// cluster pair's padding column none): every CUTLASS configuration (stream-K included) at M around
+// cluster pair's padding column the same rows): every CUTLASS configuration (stream-K included) at M around
 // 8-row boxes and the column's edges, against the float64 reference and bit for bit against the
 // same call loading the whole box (Sparse24Options::whole_last_tile). The skipped rows of a stage
 // hold an earlier tile's X: equal bits show they reach no stored row.
