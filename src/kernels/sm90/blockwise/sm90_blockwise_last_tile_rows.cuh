@@ -14,33 +14,14 @@
 namespace qsgemm::kernels::sm90_blockwise {
 
 template <class Base, bool kBaseClamps>
-struct LastTileRowsMainloop : Base {
+struct LastTileRowsMainloop
+    : TokenRowsMainloop<Base, 0, kBaseClamps, cute::is_same_v<typename Base::GmemTiledCopyA, cute::SM90_TMA_LOAD>> {
+  using Rows = typename LastTileRowsMainloop::TokenRowsMainloop;
   using typename Base::MainloopPipeline;
   using typename Base::PipelineState;
   using typename Base::TensorStorage;
-  using typename Base::TileShape;
-  static constexpr int kTileM = cute::size<0>(TileShape{});
-  static constexpr int kTileK = cute::size<2>(TileShape{});
+  using typename Rows::Params;
   static_assert(sizeof(typename Base::ElementA) == 1, "X of 1-byte elements");
-  // With X multicast over a cluster, CTAs load slices of one box for each other: keep the base's.
-  static constexpr bool kEnabled = cute::is_same_v<typename Base::GmemTiledCopyA, cute::SM90_TMA_LOAD>;
-
-  struct Arguments : Base::Arguments {
-    bool whole_last_tile = false;  // tuning: load the last tile's whole box, as the base does
-  };
-  struct Params : Base::Params {
-    TokenRowLoad rows;
-  };
-
-  template <class ProblemShape>
-  static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args, void* workspace) {
-    Params p;
-    static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(problem_shape, args, workspace);
-    auto [M, N, K, L] = cute::append<4>(problem_shape, 1);
-    const bool whole = !kEnabled || args.whole_last_tile || (kBaseClamps && M >= kTileM);
-    p.rows = make_token_row_load(args.ptr_A, M, K, cute::get<0>(args.dA), L, cute::get<2>(args.dA), kTileM, whole);
-    return p;
-  }
 
   // Tiles before the last: the base's load. The last: CUTLASS's blockwise load (W by TMA, its
   // multicast over a cluster along M included) with X through the last tile's map.
@@ -50,12 +31,12 @@ struct LastTileRowsMainloop : Base {
                            KTileIterator k_tile_iter, int k_tile_count, int thread_idx, uint32_t block_rank_in_cluster,
                            TensorStorage& shared_tensors) {
     auto [m_coord, n_coord, k_coord, l_coord] = blk_coord;
-    if (!kEnabled || params.rows.box_rows < 0 || static_cast<int32_t>(m_coord) < params.rows.last) {
+    if (Rows::base_loads(params, static_cast<int32_t>(m_coord))) {
       Base::load(params, pipeline, smem_pipe_write, load_inputs, blk_coord, k_tile_iter, k_tile_count, thread_idx,
                  block_rank_in_cluster, shared_tensors);
       return;
     }
-    if constexpr (kEnabled) {
+    if constexpr (Rows::kRowsEnabled) {
       using namespace cute;
       const int lane_predicate = cute::elect_one_sync();
       constexpr uint32_t cluster_x = size<0>(typename Base::DispatchPolicy::ClusterShape{});
@@ -76,8 +57,8 @@ struct LastTileRowsMainloop : Base {
         const int stage = smem_pipe_write.index();
         auto* tma_barrier = pipeline.producer_get_barrier(smem_pipe_write);
         if (lane_predicate) {
-          load_token_rows<kTileM, kTileK>(params.rows, sA(_, _, stage), *k_tile_iter, static_cast<int>(l_coord),
-                                          tma_barrier);
+          load_token_rows<Rows::kTileTokens, Rows::kTileK>(params.rows, sA(_, _, stage), *k_tile_iter,
+                                                           static_cast<int>(l_coord), tma_barrier);
           copy(params.tma_load_b.with(*tma_barrier, mcast_mask_b), tBgB(_, _, _, *k_tile_iter), tBsB(_, _, _, stage));
         }
         ++k_tile_iter;

@@ -62,6 +62,50 @@ inline TokenRowLoad make_token_row_load(const void* x, int64_t m_tok, int64_t k,
   return t;
 }
 
+// The part of the mainloop wrappers that the families share (the blockwise one,
+// sm90_blockwise_last_tile_rows.cuh, and the sparse one, sm90_sparse24_last_column_rows.cuh): the
+// arguments, the parameters with the last tile's map, and which tiles keep the base's load. Each
+// family's wrapper derives from it and writes its load() for the last tile. kTokenMode: the problem
+// mode of the tokens (0: M, X is CUTLASS's A; 1: N, X is B). kBaseClamps: Base moves its last token
+// tile back inside M (clamped_token_column.cuh), so from M >= the tile on it is whole. kEnabled:
+// X is not multicast over a cluster (CTAs would load slices of one box for each other).
+template <class Base, int kTokenMode, bool kBaseClamps, bool kEnabled>
+struct TokenRowsMainloop : Base {
+  static constexpr bool kRowsEnabled = kEnabled;
+  static constexpr int kTileTokens = cute::size<kTokenMode>(typename Base::TileShape{});
+  static constexpr int kTileK = cute::size<2>(typename Base::TileShape{});
+
+  struct Arguments : Base::Arguments {
+    bool whole_last_tile = false;  // tuning: load the last token tile's whole box, as the base does
+  };
+  struct Params : Base::Params {
+    TokenRowLoad rows;
+  };
+
+  template <class ProblemShape>
+  static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args, void* workspace) {
+    Params p;
+    static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(problem_shape, args, workspace);
+    const auto mnkl = cute::append<4>(problem_shape, 1);
+    const int64_t tokens = cute::get<kTokenMode>(mnkl);
+    const bool whole = !kEnabled || args.whole_last_tile || (kBaseClamps && tokens >= kTileTokens);
+    if constexpr (kTokenMode == 0) {
+      p.rows = make_token_row_load(args.ptr_A, tokens, cute::get<2>(mnkl), cute::get<0>(args.dA), cute::get<3>(mnkl),
+                                   cute::get<2>(args.dA), kTileTokens, whole);
+    } else {
+      p.rows = make_token_row_load(args.ptr_B, tokens, cute::get<2>(mnkl), cute::get<0>(args.dB), cute::get<3>(mnkl),
+                                   cute::get<2>(args.dB), kTileTokens, whole);
+    }
+    return p;
+  }
+
+  // Whether the tile at token tile coordinate `coord` keeps the base's load (every tile before the
+  // last, and every tile where the plan keeps the whole box).
+  CUTLASS_DEVICE static bool base_loads(Params const& params, int32_t coord) {
+    return !kEnabled || params.rows.box_rows < 0 || coord < params.rows.last;
+  }
+};
+
 // From one thread: the last tile's rows of K tile k_tile (kTileK bytes wide) of batch l into `stage`
 // (a (tile rows, kTileK) view of the base's shared tensor, 8-row x 128-byte swizzle atoms stacked
 // along the rows first), then the transaction bytes of the rows it skips.
@@ -76,7 +120,8 @@ CUTLASS_DEVICE void load_token_rows(TokenRowLoad const& t, Stage&& stage, int k_
     cute::SM90_TMA_LOAD_2D::copy(&t.map, barrier, static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_NORMAL),
                                  &stage(0, j * kTokenRowBoxBytes), col0 + j * kTokenRowBoxBytes, row0);
   const uint32_t skipped = static_cast<uint32_t>(kTileRows - t.box_rows) * kKBoxes * kTokenRowBoxBytes;
-  if (skipped) cutlass::arch::ClusterTransactionBarrier::complete_transaction(barrier, cute::block_rank_in_cluster(), skipped);
+  if (skipped)
+    cutlass::arch::ClusterTransactionBarrier::complete_transaction(barrier, cute::block_rank_in_cluster(), skipped);
 }
 
 }  // namespace qsgemm::kernels

@@ -16,32 +16,14 @@
 namespace qsgemm::kernels {
 
 template <class Base, bool kBaseClamps>
-struct Sparse24LastColumnRowsMainloop : Base {
+struct Sparse24LastColumnRowsMainloop
+    : TokenRowsMainloop<Base, 1, kBaseClamps, cute::is_same_v<typename Base::GmemTiledCopyB, cute::SM90_TMA_LOAD>> {
+  using Rows = typename Sparse24LastColumnRowsMainloop::TokenRowsMainloop;
   using typename Base::MainloopPipeline;
   using typename Base::PipelineState;
   using typename Base::TensorStorage;
-  using typename Base::TileShape;
-  static constexpr int kTileN = cute::size<1>(TileShape{});
-  static constexpr int kTileK = cute::size<2>(TileShape{});
+  using typename Rows::Params;
   static_assert(sizeof(typename Base::ElementB) == 1, "X of 1-byte elements");
-  static constexpr bool kEnabled = cute::is_same_v<typename Base::GmemTiledCopyB, cute::SM90_TMA_LOAD>;
-
-  struct Arguments : Base::Arguments {
-    bool whole_last_tile = false;  // tuning: load the last column's whole box, as the base does
-  };
-  struct Params : Base::Params {
-    TokenRowLoad rows;
-  };
-
-  template <class ProblemShape>
-  static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args, void* workspace) {
-    Params p;
-    static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(problem_shape, args, workspace);
-    auto [M, N, K, L] = cute::append<4>(problem_shape, 1);
-    const bool whole = !kEnabled || args.whole_last_tile || (kBaseClamps && N >= kTileN);
-    p.rows = make_token_row_load(args.ptr_B, N, K, cute::get<0>(args.dB), L, cute::get<2>(args.dB), kTileN, whole);
-    return p;
-  }
 
   // Columns before the last: the base's load. From the last column on: CUTLASS's sparse load (A
   // values, E metadata, then B) with X through the last column's map.
@@ -51,12 +33,12 @@ struct Sparse24LastColumnRowsMainloop : Base {
                            KTileIterator k_tile_iter, int k_tile_count, int thread_idx, uint32_t block_rank_in_cluster,
                            TensorStorage& shared_tensors) {
     auto [m_coord, n_coord, k_coord, l_coord] = blk_coord;
-    if (!kEnabled || params.rows.box_rows < 0 || static_cast<int32_t>(n_coord) < params.rows.last) {
+    if (Rows::base_loads(params, static_cast<int32_t>(n_coord))) {
       Base::load(params, pipeline, smem_pipe_write, load_inputs, blk_coord, k_tile_iter, k_tile_count, thread_idx,
                  block_rank_in_cluster, shared_tensors);
       return;
     }
-    if constexpr (kEnabled) {
+    if constexpr (Rows::kRowsEnabled) {
       using namespace cute;
       if (!cute::elect_one_sync()) return;
       Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.begin()), typename Base::SmemLayoutA{});
@@ -79,8 +61,8 @@ struct Sparse24LastColumnRowsMainloop : Base {
         const int stage = smem_pipe_write.index();
         copy(params.tma_load_a.with(*tma_barrier, mcast_mask_a), tAgA(_, _, _, *k_tile_iter), tAsA(_, _, _, stage));
         copy(params.tma_load_e.with(*tma_barrier, mcast_mask_e), tEgE(_, _, _, *k_tile_iter), tEsE(_, _, _, stage));
-        load_token_rows<kTileN, kTileK>(params.rows, sB(_, _, stage), *k_tile_iter, static_cast<int>(l_coord),
-                                        tma_barrier);
+        load_token_rows<Rows::kTileTokens, Rows::kTileK>(params.rows, sB(_, _, stage), *k_tile_iter,
+                                                         static_cast<int>(l_coord), tma_barrier);
         ++k_tile_iter;
         ++smem_pipe_write;
       }
