@@ -201,10 +201,17 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   items.swap(runnable);
   // --whole-last-tile: each item again with the last token tile loading X's whole box (the A side
   // of an A/B of BlockwiseOptions::whole_last_tile; the skinny kernel has no such tile).
-  if (has_flag(argc, argv, "--whole-last-tile")) {
+  // --whole-last-tile-only: those items alone (probes that must not take the rows' load).
+  const bool only_whole = has_flag(argc, argv, "--whole-last-tile-only");
+  if (only_whole || has_flag(argc, argv, "--whole-last-tile")) {
     const size_t n = items.size();
     for (size_t j = 0; j < n; ++j)
-      if (!clusters && items[j].config != skinny) items.push_back({items[j].config, items[j].split, true});
+      if (!clusters && items[j].config != skinny) {
+        if (only_whole)
+          items[j].whole = true;
+        else
+          items.push_back({items[j].config, items[j].split, true});
+      }
   }
   DeviceBuffer ws(std::max<size_t>(ws_bytes, 16));
   // The heuristic's line: its configuration (with --split-k: what it runs given a workspace).
@@ -212,7 +219,7 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   int chosen_item = -1;
   if (!clusters)
     for (size_t j = 0; j < items.size(); ++j)
-      if (!items[j].whole &&
+      if (items[j].whole == (only_whole && items[j].config != skinny) &&
           (splitting ? items[j].config == plan.config && items[j].split == plan.split_k : items[j].config == chosen))
         chosen_item = static_cast<int>(j);
   std::string json;
@@ -299,10 +306,11 @@ int run_tune(int argc, char** argv) {
   if (argc < 1 || has_flag(argc, argv, "--help")) {
     std::printf(
         "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE] [--configs NAME|I,...] [--interleave]\n"
-        "                            [--split-k S1,S2,...] [--whole-last-tile]\n"
+        "                            [--split-k S1,S2,...] [--whole-last-tile | --whole-last-tile-only]\n"
         "       qsgemm tune blockwise --m M --n N --k K [--json FILE] [--gx group_1x128|block_128x128|per_row]\n"
         "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n"
-        "                             [--split-k S1,S2,...] [--ld-align BYTES] [--whole-last-tile]\n"
+        "                             [--split-k S1,S2,...] [--ld-align BYTES]\n"
+        "                             [--whole-last-tile | --whole-last-tile-only]\n"
         "                             [--configs NAME|I,...] [--interleave]\n"
         "       qsgemm tune w4a4 --m M --n N --k K [--rank R] [--group 64|128] [--json FILE]\n"
         "                        [--configs NAME|I,...] [--interleave]\n\n"
@@ -313,7 +321,8 @@ int run_tune(int argc, char** argv) {
         "blockwise table with the given scale granularities (default 1x128 activations, 128x128 weights);\n"
         "--skinny-clusters times the skinny decode kernel with K split over clusters of 1, 2, 4 and 8 CTAs.\n"
         "--whole-last-tile times each configuration a second time (name suffix _wholelast) with its last token\n"
-        "tile loading X's whole box, rows past M included (Sparse24Options / BlockwiseOptions::whole_last_tile).\n"
+        "tile loading X's whole box, rows past M included (Sparse24Options / BlockwiseOptions::whole_last_tile);\n"
+        "--whole-last-tile-only times only those.\n"
         "--ld-align starts the rows of X and W every round_up(K, BYTES) bytes (blockwise; default 16 = K).\n"
         "--split-k times each CUTLASS configuration (of --configs, or all) with each listed split-K factor\n"
         "(1 = no split), given a workspace; the heuristic's line is its configuration with its split (for\n"
@@ -384,11 +393,18 @@ int run_tune(int argc, char** argv) {
   } else {
     for (int c : configs) items.push_back({c, 0});
   }
-  // --whole-last-tile: each CUTLASS item again with the last token column loading X's whole box.
-  if (has_flag(argc, argv, "--whole-last-tile")) {
+  // --whole-last-tile: each CUTLASS item again with the last token column loading X's whole box;
+  // --whole-last-tile-only: those items alone.
+  const bool only_whole = has_flag(argc, argv, "--whole-last-tile-only");
+  if (only_whole || has_flag(argc, argv, "--whole-last-tile")) {
     const size_t n = items.size();
     for (size_t j = 0; j < n; ++j)
-      if (!sparse24_config(items[j].config).skinny) items.push_back({items[j].config, items[j].split, true});
+      if (!sparse24_config(items[j].config).skinny) {
+        if (only_whole)
+          items[j].whole = true;
+        else
+          items.push_back({items[j].config, items[j].split, true});
+      }
   }
   auto options_of = [&](const Item& it) {
     Sparse24Options opt;
@@ -409,13 +425,13 @@ int run_tune(int argc, char** argv) {
   const LinearPlan plan = sparse24_plan(M, N, K, Sparse24Options{}, d.sm_count);
   int chosen = -1;
   for (size_t j = 0; j < items.size(); ++j)
-    if (!items[j].whole && items[j].config == plan.config &&
+    if (items[j].whole == (only_whole && !sparse24_config(items[j].config).skinny) && items[j].config == plan.config &&
         (!splitting || std::max(items[j].split, 1) == plan.split_k))
       chosen = static_cast<int>(j);
   // A plan with a tail launch is not one configuration: time it as its own line (config -1 runs
   // the library's plan).
   if (plan.tail_config >= 0) {
-    items.push_back({-1, 0});
+    items.push_back({-1, 0, only_whole});
     chosen = static_cast<int>(items.size()) - 1;
   }
   std::string json;
@@ -429,7 +445,7 @@ int run_tune(int argc, char** argv) {
         const Item& it = items[static_cast<size_t>(i)];
         if (it.config < 0)
           return sparse24_config(plan.config).name() + "+" + sparse24_config(plan.tail_config).name() + "@" +
-                 std::to_string(plan.tail_rows);
+                 std::to_string(plan.tail_rows) + (it.whole ? "_wholelast" : "");
         const Sparse24Config cfg = sparse24_config(it.config);
         const bool split_name = splitting && !cfg.stream_k && !cfg.skinny;
         return cfg.name() + (split_name ? "_splitk" + std::to_string(it.split) : std::string()) +

@@ -22,6 +22,8 @@ struct LastTileRowsMainloop
   using typename Base::TensorStorage;
   using typename Rows::Params;
   static_assert(sizeof(typename Base::ElementA) == 1, "X of 1-byte elements");
+  static_assert(!Base::IsTmaLoadSFA && !Base::IsTmaLoadSFB,
+                "the last tile's load issues no scale TMA: the scales must come from the auxiliary warp");
 
   // Tiles before the last: the base's load. The last: CUTLASS's blockwise load (W by TMA, its
   // multicast over a cluster along M included) with X through the last tile's map.

@@ -75,6 +75,20 @@ struct TokenRowsMainloop : Base {
   static constexpr int kTileTokens = cute::size<kTokenMode>(typename Base::TileShape{});
   static constexpr int kTileK = cute::size<2>(typename Base::TileShape{});
 
+  // load_token_rows writes box j (R rows x 128 bytes) at &stage(0, 128 j): X's stage must be
+  // 128-byte-swizzled atoms of 8 rows x 128 bytes, stacked along the rows first (what CUTLASS's
+  // builder picks for a K-major 1-byte operand whose tile K is a multiple of 128). Checked here so
+  // that another layout fails to compile instead of loading rows to the wrong place.
+  using XSmemLayout = cute::conditional_t<kTokenMode == 0, typename Base::SmemLayoutA, typename Base::SmemLayoutB>;
+  using XStage = decltype(cute::get_nonswizzle_portion(XSmemLayout{}));
+  static_assert(cute::is_same_v<decltype(cute::get_swizzle_portion(XSmemLayout{})), cute::Swizzle<3, 4, 3>>,
+                "X's shared stage is not 128-byte swizzled");
+  static_assert(XStage{}(1, 0, 0) == kTokenRowBoxBytes && XStage{}(0, 1, 0) == 1 &&
+                    XStage{}(kTokenRowGranule, 0, 0) == kTokenRowGranule * kTokenRowBoxBytes,
+                "X's shared stage is not 8-row x 128-byte atoms stacked along the rows");
+  static_assert(kTileK == kTokenRowBoxBytes || XStage{}(0, kTokenRowBoxBytes, 0) == kTileTokens * kTokenRowBoxBytes,
+                "X's shared stage does not hold 128 bytes of K for every row before the next 128");
+
   struct Arguments : Base::Arguments {
     bool whole_last_tile = false;  // tuning: load the last token tile's whole box, as the base does
   };
