@@ -83,8 +83,10 @@ struct TokenRowsMainloop : Base {
   using XStage = decltype(cute::get_nonswizzle_portion(XSmemLayout{}));
   static_assert(cute::is_same_v<decltype(cute::get_swizzle_portion(XSmemLayout{})), cute::Swizzle<3, 4, 3>>,
                 "X's shared stage is not 128-byte swizzled");
+  // (A tile of 8 tokens always loads its whole box: token_row_plan.)
   static_assert(XStage{}(1, 0, 0) == kTokenRowBoxBytes && XStage{}(0, 1, 0) == 1 &&
-                    XStage{}(kTokenRowGranule, 0, 0) == kTokenRowGranule * kTokenRowBoxBytes,
+                    (kTileTokens == kTokenRowGranule ||
+                     XStage{}(kTokenRowGranule, 0, 0) == kTokenRowGranule * kTokenRowBoxBytes),
                 "X's shared stage is not 8-row x 128-byte atoms stacked along the rows");
   static_assert(kTileK == kTokenRowBoxBytes || XStage{}(0, kTokenRowBoxBytes, 0) == kTileTokens * kTokenRowBoxBytes,
                 "X's shared stage does not hold 128 bytes of K for every row before the next 128");
