@@ -131,10 +131,14 @@ CUTLASS_DEVICE void load_token_rows(TokenRowLoad const& t, Stage&& stage, int k_
   constexpr int kKBoxes = kTileK / kTokenRowBoxBytes;
   const int32_t row0 = t.last * kTileRows;
   const int32_t col0 = static_cast<int32_t>(l * t.batch_cols) + k_tile * kTileK;
+  // The box's destination is the stage's unswizzled address, as CUTLASS's own loads pass it: the
+  // copy engine swizzles within it. (`&stage(...)` would apply the swizzle to the address itself,
+  // which is off the 128-byte boundary wherever the stage does not start on a 1024-byte one.)
   CUTLASS_PRAGMA_UNROLL
   for (int j = 0; j < kKBoxes; ++j)
     cute::SM90_TMA_LOAD_2D::copy(&t.map, barrier, static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_NORMAL),
-                                 &stage(0, j * kTokenRowBoxBytes), col0 + j * kTokenRowBoxBytes, row0);
+                                 cute::raw_pointer_cast(stage.data() + stage.layout()(0, j * kTokenRowBoxBytes)),
+                                 col0 + j * kTokenRowBoxBytes, row0);
   const uint32_t skipped = static_cast<uint32_t>(kTileRows - t.box_rows) * kKBoxes * kTokenRowBoxBytes;
   if (skipped)
     cutlass::arch::ClusterTransactionBarrier::complete_transaction(barrier, cute::block_rank_in_cluster(), skipped);
