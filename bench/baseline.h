@@ -54,6 +54,8 @@ class Baseline {
   }
   // Its output (y [M,N] bf16, row-major); null when it writes none (the memcpy floor).
   virtual const GemmOperands* operands() const { return nullptr; }
+  // What the row's notes should say about how it ran (e.g. a padded M); empty: nothing.
+  virtual std::string note() const { return {}; }
 
  protected:
   explicit Baseline(std::string name) : name_(std::move(name)) {}

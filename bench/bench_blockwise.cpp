@@ -240,8 +240,8 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
       row.M = M, row.N = N, row.K = K;
       row.bytes_moved = N * K + M * K + 2 * M * N + scales.x_bytes(c.gx, M) + scales.w_bytes(c.gw);
       if (ld != K) row.extra.emplace_back("ld", static_cast<double>(ld));  // row stride of X and W
-      // qsgemm runs with a workspace (allocated here, outside the timing), so the heuristic may split K;
-      // the config name then carries "_splitkS".
+      // qsgemm runs with a workspace (allocated here, outside the timing), so the heuristic may split K
+      // (the config name then carries "_splitkS") or expand x blocks ("_xcopy").
       DeviceBuffer workspace;
       BlockwiseOptions options;
       guarded(row, "blockwise_choose_config", [&] {
@@ -252,7 +252,12 @@ void bench_layer(BenchEnv& env, const Layer& layer, const std::vector<int64_t>& 
         if (options.workspace_bytes > 0) {
           workspace = DeviceBuffer(options.workspace_bytes);
           options.workspace = workspace.get();
-          row.config = blockwise_config_name(plan.config) + "_splitk" + std::to_string(plan.split_k);
+          // The plan's own: its split, and "_xcopy" where x blocks go through their expanded copy (the
+          // workspace holds more than the split's slices).
+          const size_t slices = plan.split_k > 1 ? size_t{4} * plan.split_k * M * N : 0;
+          row.config = blockwise_config_name(plan.config) +
+                       (plan.split_k > 1 ? "_splitk" + std::to_string(plan.split_k) : std::string()) +
+                       (plan.workspace_bytes > slices ? "_xcopy" : "");
         }
       });
 

@@ -5,6 +5,10 @@
 // e4m3 in, bf16 out, float32 compute, alpha = 1 and no scales. The plan is made once per shape and
 // cusparseLtMatmulSearch picks the best algorithm before any timed call; the workspace is allocated
 // then too, so a call can be captured into a CUDA graph (PointTimer checks that it can be).
+// Its dense FP8 operands need M to be a multiple of 16 (cusparseLtDenseDescriptorInit: NOT_SUPPORTED
+// otherwise, M < 16 included), so at any other M it runs round_up(M, 16) tokens, what its user must
+// do: X's rows copied into a zero-padded buffer once, outside the timing (so the padding's copy costs
+// it nothing), Y's first M rows the output; the row's note says so.
 #include "cusparselt_baseline.h"
 
 #include <dlfcn.h>
@@ -139,12 +143,23 @@ class CusparseLtFp8 final : public Baseline {
       reason_ = api_.error;
       return;
     }
-    if (ops.M < 16) {  // NOT_SUPPORTED below 16 (shared/BASELINES.md): say so instead of trying
-      reason_ = strprintf("cuSPARSELt refuses M < 16 (M=%lld)", static_cast<long long>(ops.M));
+    const cusparseLtHandle_t* h = &api_.handle;
+    const int64_t N = ops.N, K = ops.K, M = (ops.M + 15) / 16 * 16;  // the tokens it runs
+    if (ops.ldx() != K) {
+      reason_ = strprintf("cuSPARSELt is called with packed X rows (ld_x=%lld, K=%lld)", static_cast<long long>(ops.ldx()),
+                          static_cast<long long>(K));
       return;
     }
-    const cusparseLtHandle_t* h = &api_.handle;
-    const int64_t M = ops.M, N = ops.N, K = ops.K;
+    if (M != ops.M) {
+      try {
+        pad(M, stream);
+      } catch (const BenchError& e) {
+        reason_ = e.what();
+        return;
+      }
+      note_ = strprintf("cusparselt_fp8 ran M=%lld (padded to a multiple of 16; the padding's copy untimed)",
+                        static_cast<long long>(M));
+    }
     if (fail(api_.cusparseLtStructuredDescriptorInit(h, &a_, K, N, K, 16, CUDA_R_8F_E4M3, CUSPARSE_ORDER_COL,
                                                      CUSPARSELT_SPARSITY_50_PERCENT),
              "cusparseLtStructuredDescriptorInit"))
@@ -199,6 +214,7 @@ class CusparseLtFp8 final : public Baseline {
     return a;
   }
   const GemmOperands* operands() const override { return &ops_; }
+  std::string note() const override { return note_; }
 
   // Unit scales on its own pruned weight: exactly what it computes.
   bool reference(const std::vector<int64_t>& tokens, const std::vector<int64_t>& channels, std::vector<double>& expect,
@@ -221,6 +237,18 @@ class CusparseLtFp8 final : public Baseline {
     if (s == CUSPARSE_STATUS_SUCCESS) return false;
     reason_ = strprintf("%s: %s", what, api_.describe(s).c_str());
     return true;
+  }
+
+  // X and Y of padded_m rows: X's M rows, then zeros (bytes; K e4m3 per row); ops_ points at them,
+  // with M still the caller's, so that the checks read the M rows that count.
+  void pad(int64_t padded_m, cudaStream_t stream) {
+    const int64_t M = ops_.M, N = ops_.N, K = ops_.K;
+    x_pad_ = DeviceBuffer(static_cast<size_t>(padded_m * K));
+    y_pad_ = DeviceBuffer(static_cast<size_t>(padded_m * N * 2));
+    QSB_CHECK_CUDA(cudaMemsetAsync(x_pad_.get(), 0, x_pad_.bytes(), stream));
+    if (M > 0) QSB_CHECK_CUDA(cudaMemcpyAsync(x_pad_.get(), ops_.x, static_cast<size_t>(M * K), cudaMemcpyDeviceToDevice, stream));
+    ops_.x = x_pad_.get();
+    ops_.y = y_pad_.get();
   }
 
   // Prune, compress, search: the one-time work, after the plan exists.
@@ -270,8 +298,9 @@ class CusparseLtFp8 final : public Baseline {
   cusparseLtMatmulAlgSelection_t sel_{};
   cusparseLtMatmulPlan_t plan_{};
   bool have_a_ = false, have_b_ = false, have_d_ = false, have_sel_ = false, have_plan_ = false;
-  DeviceBuffer pruned_, compressed_, workspace_;
+  DeviceBuffer pruned_, compressed_, workspace_, x_pad_, y_pad_;
   int algorithm_ = -1;
+  std::string note_;
 };
 
 #endif  // QSGEMM_HAVE_CUSPARSELT_HEADER

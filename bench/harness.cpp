@@ -152,6 +152,7 @@ void PointTimer::add_baseline(BenchRow& row, const std::string& name,
     row.add_note(name + " unavailable: " + b->unavailable_reason());
     return;
   }
+  if (!b->note().empty()) row.add_note(b->note());
   Baseline* raw = b.get();
   baselines_.push_back(std::move(b));
   BenchRow* r = &row;

@@ -12,6 +12,7 @@
 
 #include "blockwise_heuristic.h"
 #include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
+#include "kernels/sm90/blockwise/sm90_blockwise_expand_x_scales.h"
 #include "kernels/sm90/common/splitk_reduce.h"
 #include "linear_common.h"
 #include "qsgemm/device.h"
@@ -69,10 +70,9 @@ void check_problem(const char* fn, int64_t M, int64_t N, int64_t K, G gx, G gw, 
   if (o.config >= 0 && (gx == G::kPerRow) == (gw == G::kPerRow) &&
       !kernels::blockwise_config_supports(o.config, gx, gw, M)) {
     const kernels::BlockwiseConfig& c = kernels::kBlockwiseConfigs[o.config];
-    const std::string why =
-        c.per_row_only ? std::string("serves x_scale per_row with w_scale per_row only")
-                       : detail::cat("a 128x128 scale block must cover whole ", c.tile_m, "x", c.tile_n, " tiles",
-                                     gx == G::kBlock128x128 ? detail::cat(" beyond 128 tokens (M=", M, ")") : "");
+    const std::string why = c.per_row_only ? std::string("serves x_scale per_row with w_scale per_row only")
+                                           : detail::cat("a 128x128 scale block must cover whole ", c.tile_m, "x",
+                                                         c.tile_n, " tiles");
     detail::fail(fn, Status::kInvalidArgument, "options.config",
                  detail::cat("config ", o.config, " (", c.name(), ") cannot serve x_scale ", granularity_name(gx),
                              " with w_scale ", granularity_name(gw), ": ", why));
@@ -119,6 +119,26 @@ void check_plan_ld(const char* fn, int64_t K, int64_t ld_x, int64_t ld_w) {
                    detail::cat(name, "=", ld, " must be 0 (packed rows) or >= K=", K, " and a multiple of 16"));
 }
 
+// What a plan (config, split_k) keeps in the workspace: the split-K slices from byte 0 (split_k > 1),
+// then, where the tile reads x blocks through the expanded copy, that copy on a 256-byte boundary.
+// make_plan, the forced configuration's check and the launch all read it from here.
+struct WorkspaceLayout {
+  size_t expanded_x_offset = 0;  // where the copy starts (valid when expands_x)
+  size_t bytes = 0;              // the whole workspace the plan needs
+  bool expands_x = false;
+};
+WorkspaceLayout workspace_layout(int config, int split_k, int64_t M, int64_t N, int64_t K, G gx, G gw) {
+  WorkspaceLayout w;
+  if (M <= 0) return w;
+  w.bytes = split_k > 1 ? detail::splitk_workspace_bytes(M, N, split_k) : 0;
+  w.expands_x = kernels::blockwise_expands_x_scales(config, gx, gw, M);
+  if (w.expands_x) {
+    w.expanded_x_offset = (w.bytes + 255) / 256 * 256;
+    w.bytes = w.expanded_x_offset + kernels::blockwise_expanded_x_bytes(M, ceil_div(K, kScaleGroupK));
+  }
+  return w;
+}
+
 // THE plan (include/qsgemm/linear.h): what blockwise_plan publishes and blockwise_linear runs, with
 // or without a workspace. The arguments are checked (check_problem), sm_count > 0. A forced split
 // where the heuristic chose the skinny kernel is an error here, for every entry point.
@@ -131,9 +151,7 @@ LinearPlan make_plan(const char* fn, int64_t M, int64_t N, int64_t K, G gx, G gw
                  detail::cat("split_k=", o.split_k, " applies to the CUTLASS configurations; for M=", M,
                              " the heuristic chose config ", c.config, " (", describe(c.config),
                              "): force a configuration with options.config"));
-  LinearPlan p{c.config, c.split_k, 0};
-  if (M > 0 && p.split_k > 1) p.workspace_bytes = detail::splitk_workspace_bytes(M, N, p.split_k);
-  return p;
+  return LinearPlan{c.config, c.split_k, workspace_layout(c.config, c.split_k, M, N, K, gx, gw).bytes};
 }
 
 }  // namespace
@@ -194,6 +212,19 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   const bool has_bias = detail::check_bias(fn, bias, N, y.dtype);
   check_problem(fn, M, N, K, gx, gw, options);
   if (options.split_k >= 2) detail::check_forced_split_workspace(fn, options.split_k, M, N, options);
+  const WorkspaceLayout forced = workspace_layout(options.config, options.split_k, M, N, K, gx, gw);
+  if (options.config >= 0 && forced.expands_x) {
+    // A forced tile that reads x blocks through the copy: at least the copy's bytes (after a forced
+    // split's slices), like a forced split's own rule, before any GPU work.
+    const size_t need = forced.bytes;
+    const size_t given = options.workspace != nullptr ? options.workspace_bytes : 0;
+    if (given < need)
+      detail::fail(fn, Status::kInvalidArgument, "options.workspace_bytes",
+                   detail::cat("config ", options.config, " (", describe(options.config), ") reads x_scale ",
+                               granularity_name(gx), " beyond 128 tokens (M=", M, ") through a copy as ",
+                               granularity_name(G::kGroup1x128), " scales in the workspace: it needs ", need,
+                               " bytes of workspace (blockwise_linear_workspace_bytes), ", given, " given"));
+  }
   detail::check_workspace_alignment(fn, options);
 
   if (M == 0) return;
@@ -236,9 +267,18 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   a.x_scale = x_scale.data;
   a.ld_x_scale = x_scale.ld;
   a.gx = gx;
-  if (!kernels::blockwise_config_supports(plan.config, gx, gw)) {
+  const WorkspaceLayout layout = workspace_layout(plan.config, plan.split_k, M, N, K, gx, gw);
+  if (layout.expands_x) {
+    // Beyond 128 tokens a tile of 1x128 groups reads x blocks as an expanded copy in the workspace
+    // (after the split-K slices), written by a kernel on the stream before the GEMM.
+    auto* groups = reinterpret_cast<float*>(static_cast<char*>(options.workspace) + layout.expanded_x_offset);
+    kernels::run_blockwise_expand_x_scales(x_scale.data, M, k_groups, groups, stream, fn);
+    a.x_scale = groups;
+    a.gx = G::kGroup1x128;
+    a.ld_x_scale = kernels::blockwise_expanded_x_ld(M);
+  } else if (!kernels::blockwise_config_reads(plan.config, gx, gw)) {
     // Up to 128 tokens x blocks are one row [ceil(K/128)]: the tiles of 1x128 groups read it with
-    // a row stride of 0 (blockwise_tile_gx; the plan takes such a tile only there).
+    // a row stride of 0 (blockwise_tile_gx).
     a.gx = kernels::blockwise_tile_gx(gx, M);
     a.ld_x_scale = 1;
     a.x_scale_row_stride = 0;
@@ -257,6 +297,7 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   a.device = dev.device;
   a.sm_count = dev.sm_count;
   a.skinny_cluster = options.skinny_cluster;
+  a.whole_last_tile = options.whole_last_tile;
   const kernels::TileOrder order = kernels::blockwise_tile_order(M, N, plan.config);
   a.swizzle = order.swizzle;
   a.raster = order.raster;

@@ -7,7 +7,7 @@
 
 namespace qsgemm::kernels {
 
-bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity gw, int64_t M) {
+bool blockwise_config_reads(int config, ScaleGranularity gx, ScaleGranularity gw, int64_t M) {
   using G = ScaleGranularity;
   if (M >= 0) gx = blockwise_tile_gx(gx, M);
   if (config < 0 || config >= kBlockwiseNumConfigs) return false;
@@ -24,6 +24,19 @@ bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity
   if (gx == G::kBlock128x128 && c.tile_m % kScaleGroupK != 0) return false;
   if (gw == G::kBlock128x128 && c.tile_n % kScaleGroupK != 0) return false;
   return true;
+}
+
+bool blockwise_expands_x_scales(int config, ScaleGranularity gx, ScaleGranularity gw, int64_t M) {
+  using G = ScaleGranularity;
+  return gx == G::kBlock128x128 && M > 128 && !blockwise_config_reads(config, gx, gw, M) &&
+         blockwise_config_reads(config, G::kGroup1x128, gw, M);
+}
+
+bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity gw, int64_t M) {
+  using G = ScaleGranularity;
+  if (blockwise_config_reads(config, gx, gw, M)) return true;
+  // Beyond 128 tokens (or for every M) x blocks reach the tiles of 1x128 activations as an expanded copy.
+  return gx == G::kBlock128x128 && (M < 0 || M > 128) && blockwise_config_reads(config, G::kGroup1x128, gw, M);
 }
 
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, int64_t ld_x, int64_t ld_w) {
@@ -89,7 +102,7 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
   if (gx == ScaleGranularity::kPerRow && gw == ScaleGranularity::kPerRow && K > kBlockwiseShortK &&
       blockwise_per_row_wide_tile(M, N, config, sm_count))
     return kPerRowWideConfig;
-  int pick = blockwise_config_supports(config, gx, gw) ? config : kSquare;  // kSquare serves every pair
+  int pick = blockwise_config_reads(config, gx, gw) ? config : kSquare;  // kSquare serves every pair
   // 1x128 weight scales from kBlockwiseGroupWOneTileMinM to 128 tokens: one 128-row token tile, not
   // two 64-row ones (blockwise_group_w_one_tile).
   const bool one_tile = blockwise_group_w_one_tile(M, K, gw);
@@ -100,11 +113,11 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
   // tiles then need two waves, and one ping-pong CTA runs its two tiles' K loops one after the
   // other (10240x8192 at 96 tokens: 37.7 us against 32.0; tune_blockwise_subwave_clamp.txt).
   const bool one_wave_128 = ceil_div(N, int64_t{128}) <= sm_count;
-  if (!one_tile && pick == kSquare && M < 128 && blockwise_config_supports(kNarrowClamped, gx, gw) &&
+  if (!one_tile && pick == kSquare && M < 128 && blockwise_config_reads(kNarrowClamped, gx, gw) &&
       blockwise_clamp_pays(M, N, kBlockwiseConfigs[kNarrow].tile_m, sm_count) && !(one_wave_128 && 128 - M < 48))
     pick = kNarrow;
   const int clamped = pick == kSquare ? kSquareClamped : pick == kNarrow ? kNarrowClamped : -1;
-  if (clamped >= 0 && blockwise_config_supports(clamped, gx, gw) &&
+  if (clamped >= 0 && blockwise_config_reads(clamped, gx, gw) &&
       blockwise_clamp_pays(M, N, kBlockwiseConfigs[pick].tile_m, sm_count))
     return clamped;
   return pick;
@@ -146,8 +159,11 @@ TileOrder blockwise_tile_order(int64_t M, int64_t N, int config) {
   return M >= 2048 && N >= 4096 ? TileOrder{4, 1} : TileOrder{};
 }
 
-BlockwiseChoice blockwise_choose(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int config,
-                                 int split_k, int sm_count, bool with_workspace, int64_t ld_x, int64_t ld_w) {
+namespace {
+
+// blockwise_choose for the pair as the tiles read it, without the expanded copy of x blocks.
+BlockwiseChoice choose_as_read(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int config,
+                               int split_k, int sm_count, bool with_workspace, int64_t ld_x, int64_t ld_w) {
   using namespace blockwise_detail;
   BlockwiseChoice plan;
   plan.config = config >= 0 ? config : blockwise_choose_config(M, N, K, gx, gw, sm_count, ld_x, ld_w);
@@ -162,7 +178,7 @@ BlockwiseChoice blockwise_choose(int64_t M, int64_t N, int64_t K, ScaleGranulari
     plan.split_k = blockwise_split_k(M, N, K, plan.config, gw, sm_count);
     // The split multiplies the CTAs, so a plain 64-row tile that was under the clamp rule's wave may
     // clear it (only a pick of the library's own, config == -1; the split 128-row tile was not measured).
-    if (config < 0 && plan.split_k > 1 && plan.config == kNarrow && blockwise_config_supports(kNarrowClamped, gx, gw) &&
+    if (config < 0 && plan.split_k > 1 && plan.config == kNarrow && blockwise_config_reads(kNarrowClamped, gx, gw) &&
         blockwise_clamp_pays(M, N, kBlockwiseConfigs[kNarrow].tile_m, sm_count, plan.split_k))
       plan.config = kNarrowClamped;
     return plan;
@@ -174,11 +190,36 @@ BlockwiseChoice blockwise_choose(int64_t M, int64_t N, int64_t K, ScaleGranulari
   // users grid's layers at 12 tokens (the 1x128 pairs' rule was fitted without that comparison).
   const bool x_blocks = gx_in == ScaleGranularity::kBlock128x128;
   if (config == -1 && M > (x_blocks ? kBlockwiseSkinnyRuleMaxM : 8) && ceil_div(N, int64_t{128}) > 2 &&
-      blockwise_config_supports(kNarrow, gx, gw)) {
+      blockwise_config_reads(kNarrow, gx, gw)) {
     const int s = blockwise_split_k(M, N, K, kNarrow, gw, sm_count);
     if (s > 1) plan = {kNarrow, s};
   }
   return plan;
+}
+
+}  // namespace
+
+bool blockwise_expand_pays(int64_t M, int64_t N, int64_t K, const BlockwiseChoice& blocks, const BlockwiseChoice& groups,
+                           int sm_count) {
+  if (M <= 128 || M > kBlockwiseExpandMaxM) return false;
+  if (groups.config == blocks.config) return false;  // the same tile reads per-token scales more slowly
+  const int64_t rows_past_m = ceil_div(M, int64_t{128}) * 128 - M;
+  if (rows_past_m < kBlockwiseExpandMinRowsPastM) return false;
+  const int64_t waves = ceil_div(ceil_div(M, int64_t{128}) * ceil_div(N, int64_t{128}), int64_t{sm_count});
+  return waves * ceil_div(K, kScaleGroupK) >= kBlockwiseExpandMinWork;
+}
+
+BlockwiseChoice blockwise_choose(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int config,
+                                 int split_k, int sm_count, bool with_workspace, int64_t ld_x, int64_t ld_w) {
+  using G = ScaleGranularity;
+  const BlockwiseChoice plan = choose_as_read(M, N, K, gx, gw, config, split_k, sm_count, with_workspace, ld_x, ld_w);
+  // The library's own plan, given a workspace: x blocks may take the 1x128 activations' plan
+  // through the expanded copy (blockwise_expand_pays).
+  if (config >= 0 || split_k != 0 || !with_workspace || gx != G::kBlock128x128 || gw != G::kBlock128x128 ||
+      M <= 128 || M > kBlockwiseExpandMaxM)
+    return plan;
+  const BlockwiseChoice groups = choose_as_read(M, N, K, G::kGroup1x128, gw, -1, 0, sm_count, true, ld_x, ld_w);
+  return blockwise_expand_pays(M, N, K, plan, groups, sm_count) ? groups : plan;
 }
 
 SkinnyShape skinny_shape(int M, int N, int K, int sm_count, int cluster) {

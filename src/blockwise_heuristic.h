@@ -33,9 +33,18 @@ constexpr ScaleGranularity blockwise_tile_gx(ScaleGranularity gx, int64_t M) {
   return gx == ScaleGranularity::kBlock128x128 && M <= 128 ? ScaleGranularity::kGroup1x128 : gx;
 }
 
-// Whether configuration `config` is instantiated for the scale granularities (gx, gw) — a valid
-// pair of include/qsgemm/blockwise.h — for M tokens (M < 0: for every M). A 128-row scale block
-// must cover whole tiles along M, except up to 128 tokens (blockwise_tile_gx).
+// Whether configuration `config`'s kernels read the scale granularities (gx, gw) — a valid pair of
+// include/qsgemm/blockwise.h — as the caller gives them, for M tokens (M < 0: for every M). A
+// 128-row scale block must cover whole tiles along M, except up to 128 tokens (blockwise_tile_gx).
+bool blockwise_config_reads(int config, ScaleGranularity gx, ScaleGranularity gw, int64_t M = -1);
+
+// Whether blockwise_linear runs `config` on x_scale kBlock128x128 through an expanded copy of those
+// scales as 1x128 groups in the workspace (sm90_blockwise_expand_x_scales.h): beyond 128 tokens, on
+// a tile of 1x128 activations that cannot hold whole x blocks (the 64-row, clamped ones).
+bool blockwise_expands_x_scales(int config, ScaleGranularity gx, ScaleGranularity gw, int64_t M);
+
+// Whether `config` serves (gx, gw) for M tokens (M < 0: for every M), with the expanded copy where
+// it needs one: blockwise_config_reads, or x_scale kBlock128x128 on a tile of 1x128 activations.
 bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity gw, int64_t M = -1);
 
 // Whether every row of x (row stride ld_x elements) and w (ld_w) starts on a 128-byte line, for
@@ -137,7 +146,9 @@ TileOrder blockwise_tile_order(int64_t M, int64_t N, int config);
 // (config: -1 or forced; split_k: 0 library, 1 none, >= 2 forced). with_workspace: the caller gives
 // a large enough workspace, so the library may split (and at 9..32 tokens take a split CUTLASS
 // tile instead of the skinny kernel, tune_blockwise_splitk.jsonl, tune_blockwise_decode_2d.jsonl);
-// without, never (a forced split is kept: the caller reports the missing workspace).
+// without, never (a forced split is kept: the caller reports the missing workspace). With a
+// workspace and x, w scales in 128x128 blocks at 129-383 tokens, the 1x128 activations' plan where
+// blockwise_expand_pays (the caller expands the x scales: blockwise_expands_x_scales).
 struct BlockwiseChoice {
   int config = 0;
   int split_k = 1;
@@ -145,6 +156,26 @@ struct BlockwiseChoice {
 BlockwiseChoice blockwise_choose(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw,
                                  int config, int split_k, int sm_count, bool with_workspace, int64_t ld_x = 0,
                                  int64_t ld_w = 0);
+
+// x and w scales in 128x128 blocks at 129..kBlockwiseExpandMaxM tokens: whether the plan of 1x128
+// activations (`groups`: its clamped and 64-row tiles, through the expanded copy) should run in
+// place of the plan of the blocks (`blocks`: 128-row tiles, whose last token tile cannot be clamped
+// because a shifted tile straddles two x blocks). On the users grid (blockwise.json at 748d373, 16
+// layers) the 1x128 plans ran 160 / 192 / 288 tokens 1.32x / 1.18x / 1.23x faster geomean where
+// they took another tile (15 / 15 / 11 layers; 0.95-1.96x, l3-70b.qkv at 160: 70.1 -> 35.8 us) and
+// 3-5 % slower on the same tile (the per-token scale loads), so the copy runs only where the tile
+// differs. The copy and
+// its launch cost a few microseconds, so it also needs at least kBlockwiseExpandMinRowsPastM rows
+// past M in the blocks' last token tile and a block plan of at least kBlockwiseExpandMinWork waves
+// of 128x128 tiles times 128-wide K groups (~0.4 us each on the H200: ~25 us).
+// Not for w in 1x128 groups: there the 1x128 activations' 64-row tiles ran 0.78-0.97x as fast on
+// most layers (CUTLASS's mainloop loads a scale per weight row and K group).
+// The constants are first estimates from the grid; the device tune probe refits them.
+inline constexpr int64_t kBlockwiseExpandMaxM = 383;
+inline constexpr int64_t kBlockwiseExpandMinRowsPastM = 32;
+inline constexpr int64_t kBlockwiseExpandMinWork = 64;
+bool blockwise_expand_pays(int64_t M, int64_t N, int64_t K, const BlockwiseChoice& blocks, const BlockwiseChoice& groups,
+                           int sm_count);
 
 // ---- the skinny kernel's grid (sm90_blockwise_skinny.cu) ------------------------------------------
 // Per token-tile count T (1, 2 or 4): m16 tiles per warp (MT), ring stages (S) and the CTAs an SM

@@ -271,6 +271,7 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   a.ldy = y.ld;
   a.device = dev.device;
   a.sm_count = dev.sm_count;
+  a.whole_last_tile = options.whole_last_tile;
   const kernels::TileOrder order = kernels::sparse24_tile_order(M, N);
   a.swizzle = order.swizzle;
   a.raster = order.raster;

@@ -19,12 +19,14 @@ bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count) {
 
 // 65-112 tokens on weights of >= 1.5 waves of 64-row tiles (promoted accumulation): one 64-row tile
 // per weight tile, measured where the cost model (15 % RMS) is least sure, so sparse24_choose keeps
-// it. The narrowest between tile whose one column holds M (sparse24_band_tile): 64x80 at 65-80,
-// 64x96 at 81-96, 64x112 at 104-112; at 97-103 the 64x64 tile, its second column clamped inside M.
-// On five layers of other models (tuning/tune_sparse24_between_tiles2.jsonl): 64x80 1.00-1.24x
-// faster than 64x64 at 66-78 tokens, 64x96 1.07-1.20x at 86-94, 64x112 as fast as the 128x128
-// stream-K tile or up to 1.15x faster at 104-110; at 81 (15 rows past M) 64x96 and 64x64 tied
-// (0.995x geomean), at 98 (14) 64x112 lost on three of the five. The 128x128 stream-K tile's box
+// it. The narrowest band or between tile whose one column holds M (sparse24_band_tile): a 64-row
+// tile every 8 tokens, 64x72 at 65-72, 64x80, 64x88, 64x96, 64x104 and 64x112 at 105-112, so that at
+// most 7 rows of X's box lie past M. On four layers of other models of >= 14336 rows
+// (tuning/tune_sparse24_between_tiles2.jsonl) a column with 13-15 rows past M took 1.05-1.17x the
+// time of the same tile with 2-8 (64x80 at 66 against 72 tokens, 64x96 at 81 against 88, 64x112 at
+// 98 against 104), and 64x64 with a clamped second column was no faster; the 72-, 88- and
+// 104-token tiles themselves are not measured yet (docs/experiments/log.md §30).
+// 64x112 was as fast as the 128x128 stream-K tile or up to 1.15x faster at 104-110, whose box
 // would carry more than 24 rows past M below 104 tokens (tuning/tune_sparse24_band.jsonl). Below
 // 1.5 waves the model decides (10240 x 8192, M = 90: 128x32 stream-K 9 % faster,
 // tune_sparse24_between.jsonl).
@@ -37,10 +39,10 @@ bool one_column_band(int64_t M_tokens, int64_t N_out, int sm_count, bool fast_ac
 
 int sparse24_band_tile(int64_t M_tokens) {
   using namespace sparse24_detail;
-  if (M_tokens > 64 && M_tokens <= 80) return kPingpong64x80;
-  if (M_tokens > 80 && M_tokens <= 96) return kPingpong64x96;
-  if (M_tokens >= 104 && M_tokens <= 112) return kPingpong64x112;
-  return kDefault[1].index;  // 64x64
+  if (M_tokens <= 64 || M_tokens > 112) return kDefault[1].index;  // 64x64 (outside the band)
+  for (const int t : kBandTiles)  // ascending token columns: the narrowest that holds M
+    if (M_tokens <= kSparse24Configs[t].tile_n) return t;
+  return kPingpong64x112;
 }
 
 int sparse24_heuristic_stream_k(int64_t M_tokens, int64_t N_out, int sm_count) {

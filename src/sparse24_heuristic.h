@@ -37,6 +37,10 @@ inline constexpr Tile kWide = tile("128x192x256_c1x1_coop");  // promoted accumu
 inline constexpr int kPingpong64x80 = sparse24_named("64x80x256_c1x1_pingpong");
 inline constexpr int kPingpong64x96 = sparse24_named("64x96x256_c1x1_pingpong");
 inline constexpr int kPingpong64x112 = sparse24_named("64x112x256_c1x1_pingpong");
+// The band's 64-row tiles, every 8 tokens from 72 to 112 (sparse24_band_tile).
+inline constexpr int kBandTiles[] = {sparse24_named("64x72x256_c1x1_pingpong"), kPingpong64x80,
+                                     sparse24_named("64x88x256_c1x1_pingpong"), kPingpong64x96,
+                                     sparse24_named("64x104x256_c1x1_pingpong"), kPingpong64x112};
 struct BetweenTile {
   Tile t;
   int max_columns;
@@ -70,8 +74,8 @@ bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count);
 int sparse24_heuristic_stream_k(int64_t M_tokens, int64_t N_out, int sm_count);
 
 // The 64-row tile of the band of 65-112 tokens on weights of at least 1.5 waves of 64-row tiles
-// (promoted accumulation; src/sparse24_heuristic.cpp says why): 64x80 at 65-80 tokens, 64x96 at
-// 81-96, 64x112 at 104-112, 64x64 at 97-103.
+// (promoted accumulation; src/sparse24_heuristic.cpp says why): the narrowest of 64x72, 64x80, ...,
+// 64x112 whose one column holds M (at most 7 rows past it); 64x64 outside the band.
 int sparse24_band_tile(int64_t M_tokens);
 
 // The split-K decode kernel at M <= 8 on small weights (fewer than 2^24 elements) whose 64-row tiles

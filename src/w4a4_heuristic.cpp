@@ -66,8 +66,17 @@ bool w4a4_prefers_e4m3(int64_t L, int64_t D, int64_t D1, int sm_count, int group
   return w4a4_wgmma_cost_us(L, D, D1, sm_count, group) < packed_pick(L, D, D1, sm_count, group).cost_us;
 }
 
+int w4a4_wgmma_band_config(int64_t L) {
+  for (int i = 0; i < 4; ++i)
+    if (L <= kW4A4BandTiles[i]) return w4a4_detail::kWgmmaBand[i];
+  return -1;
+}
+
 int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t D1, int /*rank*/, int sm_count, DType x1, int group) {
-  if (x1 == DType::kE4M3) return w4a4_wgmma_clamp_pays(L) ? w4a4_detail::kWgmmaClamped : w4a4_detail::kWgmma;
+  if (x1 == DType::kE4M3) {
+    if (L <= kW4A4BandMaxL) return w4a4_wgmma_band_config(L);
+    return w4a4_wgmma_clamp_pays(L) ? w4a4_detail::kWgmmaClamped : w4a4_detail::kWgmma;
+  }
   if (L <= 8) {
     // D · D1 / 2 packed bytes against the per-SM threshold (double: no overflow at any valid shape).
     const double bytes_per_sm = static_cast<double>(D) * static_cast<double>(D1) / 2.0 / sm_count;

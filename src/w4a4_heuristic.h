@@ -20,6 +20,16 @@ inline constexpr int kDecode16 = w4a4_named("decode_16x16_k8");
 inline constexpr int kDecode32 = w4a4_named("decode_32x32_k8");
 inline constexpr int kWgmma = w4a4_named("128x128x128_wgmma_coop");
 inline constexpr int kWgmmaClamped = w4a4_named("128x128x128_wgmma_coop_clamped");
+inline constexpr int kWgmmaBand[] = {w4a4_named("64x128x128_wgmma_coop"), w4a4_named("80x128x128_wgmma_coop"),
+                                     w4a4_named("96x128x128_wgmma_coop"), w4a4_named("112x128x128_wgmma_coop")};
+constexpr bool band_rows_named() {
+  for (int i = 0; i < 4; ++i)
+    if (kWgmmaBand[i] < 0 || kW4A4Configs[kWgmmaBand[i]].kernel != W4A4Kernel::kWgmma ||
+        kW4A4Configs[kWgmmaBand[i]].tile_m != kW4A4BandTiles[i] || kW4A4Configs[kWgmmaBand[i]].clamped)
+      return false;
+  return true;
+}
+static_assert(band_rows_named(), "kWgmmaBand names the band rows of kW4A4BandTiles, narrowest first");
 static_assert(kSquare >= 0 && kNarrow >= 0 && kSmall >= 0 && kDecode8 >= 0 && kDecode8Ring >= 0 && kDecode16 >= 0 &&
                   kDecode32 >= 0 && kWgmma >= 0 && kWgmmaClamped >= 0,
               "the heuristic names rows of kW4A4Configs");
@@ -40,6 +50,18 @@ static_assert(kW4A4Configs[kWgmma].kernel == W4A4Kernel::kWgmma && !kW4A4Configs
 // 897..993; not 1000 or 3000).
 inline constexpr double kW4A4ClampMinOobPerTile = 0.03;
 bool w4a4_wgmma_clamp_pays(int64_t L);
+
+// The band rows: e4m3 X1 at L <= kW4A4BandMaxL runs the narrowest band tile that holds L (64, 80, 96
+// or 112 tokens; 64 up to 64 tokens), so that from 49 tokens the one token tile reads at most 15
+// rows past L. The 128-token tile reads up to 127 there, a TMA box's rows past the tensor each costing more than a row
+// inside it (a 24-token tile at group 64 took 1.2x a full one; 80 tokens on the bench's gate_up layers
+// 1.05-1.12x the time of 128 tokens, w4a4.json); nothing can be clamped below 128 tokens. 113..128
+// tokens keep the 128-token tile (at most 15 rows past L). A first rule, not yet timed on the GPU;
+// the cost model's wgmma estimate below is still the 128-token tile's (the staging choice unchanged).
+inline constexpr int64_t kW4A4BandMaxL = 112;
+static_assert(kW4A4BandMaxL == kW4A4BandTiles[3], "the widest band tile");
+// The band row for L tokens; -1 above kW4A4BandMaxL.
+int w4a4_wgmma_band_config(int64_t L);
 
 // 1..8 tokens take the 8-token ring (TMA boxes, resident CTAs) where the packed weight has at least
 // this many bytes per SM, else the 8-token register stream, whose first loads start sooner.
@@ -121,8 +143,8 @@ int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, int gr
 
 // The same restricted to the rows that read X1 in dtype `x1` (what w4a4_linear runs with
 // options.config == -1, so a caller's X1 staging always has a kernel):
-//  * kE4M3: a wgmma row (the only ones reading e4m3 codes), any L: the clamped one where
-//    w4a4_wgmma_clamp_pays;
+//  * kE4M3: a wgmma row (the only ones reading e4m3 codes), any L: up to kW4A4BandMaxL tokens the
+//    band row (w4a4_wgmma_band_config), else the 128-token row, clamped where w4a4_wgmma_clamp_pays;
 //  * kI4x2: up to kW4A4ModelMaxL tokens the rows above with the model's packed-X1 pick from 17 tokens
 //    (the decode row, at group 128 the 32x64 tile where cheaper), else the mma.sync 32x64 tile.
 int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, DType x1, int group = 64);

@@ -154,6 +154,7 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   // each forced split (BlockwiseOptions::split_k; 1 = none), given a workspace.
   struct Item {
     int config, split;
+    bool whole = false;  // --whole-last-tile: BlockwiseOptions::whole_last_tile
   };
   std::vector<Item> items;
   const bool splitting = arg_value(argc, argv, "--split-k", &v);
@@ -171,35 +172,63 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
       if (c != skinny && blockwise_config_supports(c, gx, gw))
         for (int s : splits) items.push_back({c, s});
     so.only.clear();
+  } else if (clusters) {
+    for (int i = 0; i < 4; ++i) items.push_back({skinny, 0});
   } else {
-    for (int i = 0; i < (clusters ? 4 : blockwise_num_configs()); ++i) items.push_back({clusters ? skinny : i, 0});
+    // The items are --configs' configurations themselves (so.only would filter items by position,
+    // which leaves out the --whole-last-tile twins appended below).
+    std::vector<int> configs = so.only;
+    if (configs.empty())
+      for (int i = 0; i < blockwise_num_configs(); ++i) configs.push_back(i);
+    for (int c : configs) items.push_back({c, 0});
+    so.only.clear();
   }
-  // A split the library refuses for this shape (e.g. one that does not divide the K groups) is
-  // reported and left out; the other items still run.
+  // One workspace for every item, the largest any needs: a split's slices, and for x blocks beyond
+  // 128 tokens on a tile of 1x128 groups their expanded copy (timed with the GEMM). A split the
+  // library refuses for this shape (e.g. one that does not divide the K groups) is reported and left
+  // out; the other items still run (a configuration that does not serve the pair is reported by the
+  // sweep).
   size_t ws_bytes = 0;
   std::vector<Item> runnable;
   for (const Item& it : items) {
-    if (it.split > 1) {
+    if (!clusters) {
       BlockwiseOptions o;
       o.config = it.config;
-      o.split_k = it.split;
+      o.split_k = it.split > 1 ? it.split : 1;
       try {
         ws_bytes = std::max(ws_bytes, blockwise_linear_workspace_bytes(M, N, K, gx, gw, o, sm_count));
       } catch (const Error& e) {
-        std::printf("  skipped %s_splitk%d: %s\n", blockwise_config_name(it.config).c_str(), it.split, e.what());
-        continue;
+        if (it.split > 1) {
+          std::printf("  skipped %s_splitk%d: %s\n", blockwise_config_name(it.config).c_str(), it.split, e.what());
+          continue;
+        }
       }
     }
     runnable.push_back(it);
   }
   items.swap(runnable);
+  // --whole-last-tile: each item again with the last token tile loading X's whole box (the A side
+  // of an A/B of BlockwiseOptions::whole_last_tile; the skinny kernel has no such tile).
+  // --whole-last-tile-only: those items alone (probes that must not take the rows' load).
+  const bool only_whole = has_flag(argc, argv, "--whole-last-tile-only");
+  if (only_whole || has_flag(argc, argv, "--whole-last-tile")) {
+    const size_t n = items.size();
+    for (size_t j = 0; j < n; ++j)
+      if (!clusters && items[j].config != skinny) {
+        if (only_whole)
+          items[j].whole = true;
+        else
+          items.push_back({items[j].config, items[j].split, true});
+      }
+  }
   DeviceBuffer ws(std::max<size_t>(ws_bytes, 16));
   // The heuristic's line: its configuration (with --split-k: what it runs given a workspace).
   const LinearPlan plan = blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, sm_count);
   int chosen_item = -1;
   if (!clusters)
     for (size_t j = 0; j < items.size(); ++j)
-      if (splitting ? items[j].config == plan.config && items[j].split == plan.split_k : items[j].config == chosen)
+      if (items[j].whole == (only_whole && items[j].config != skinny) &&
+          (splitting ? items[j].config == plan.config && items[j].split == plan.split_k : items[j].config == chosen))
         chosen_item = static_cast<int>(j);
   std::string json;
   arg_value(argc, argv, "--json", &json);
@@ -209,15 +238,17 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
       [&](int i) {
         if (clusters) return blockwise_config_name(skinny) + "_c" + std::to_string(kClusters[i]);
         const Item& it = items[static_cast<size_t>(i)];
-        return blockwise_config_name(it.config) + (splitting ? "_splitk" + std::to_string(it.split) : std::string());
+        return blockwise_config_name(it.config) + (splitting ? "_splitk" + std::to_string(it.split) : std::string()) +
+               (it.whole ? "_wholelast" : "");
       },
       [&](int i, cudaStream_t st) {
         const Item& it = items[static_cast<size_t>(i)];
         BlockwiseOptions opt;
         opt.config = it.config;
         if (clusters) opt.skinny_cluster = kClusters[i];
-        if (splitting) {
-          opt.split_k = it.split;
+        opt.whole_last_tile = it.whole;
+        if (!clusters) {
+          opt.split_k = splitting ? it.split : 1;  // without --split-k: unsplit, as without a workspace
           opt.workspace = ws.get();
           opt.workspace_bytes = ws_bytes;
         }
@@ -283,10 +314,11 @@ int run_tune(int argc, char** argv) {
   if (argc < 1 || has_flag(argc, argv, "--help")) {
     std::printf(
         "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE] [--configs NAME|I,...] [--interleave]\n"
-        "                            [--split-k S1,S2,...]\n"
+        "                            [--split-k S1,S2,...] [--whole-last-tile | --whole-last-tile-only]\n"
         "       qsgemm tune blockwise --m M --n N --k K [--json FILE] [--gx group_1x128|block_128x128|per_row]\n"
         "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n"
         "                             [--split-k S1,S2,...] [--ld-align BYTES]\n"
+        "                             [--whole-last-tile | --whole-last-tile-only]\n"
         "                             [--configs NAME|I,...] [--interleave]\n"
         "       qsgemm tune w4a4 --m M --n N --k K [--rank R] [--group 64|128] [--json FILE]\n"
         "                        [--configs NAME|I,...] [--interleave]\n\n"
@@ -296,6 +328,9 @@ int run_tune(int argc, char** argv) {
         "scripts/tune_regret.py reads it). 'tune blockwise' does the same for the\n"
         "blockwise table with the given scale granularities (default 1x128 activations, 128x128 weights);\n"
         "--skinny-clusters times the skinny decode kernel with K split over clusters of 1, 2, 4 and 8 CTAs.\n"
+        "--whole-last-tile times each configuration a second time (name suffix _wholelast) with its last token\n"
+        "tile loading X's whole box, rows past M included (Sparse24Options / BlockwiseOptions::whole_last_tile);\n"
+        "--whole-last-tile-only times only those.\n"
         "--ld-align starts the rows of X and W every round_up(K, BYTES) bytes (blockwise; default 16 = K).\n"
         "--split-k times each CUTLASS configuration (of --configs, or all) with each listed split-K factor\n"
         "(1 = no split), given a workspace; the heuristic's line is its configuration with its split (for\n"
@@ -343,7 +378,8 @@ int run_tune(int argc, char** argv) {
   // --split-k LIST: each data-parallel configuration (of --configs, or all) with each forced split
   // (Sparse24Options::split_k; 1 = none); the stream-K and decode configurations once, unsplit.
   struct Item {
-    int config, split;  // split 0: the configuration as it is (no --split-k)
+    int config, split;   // split 0: the configuration as it is (no --split-k)
+    bool whole = false;  // --whole-last-tile: Sparse24Options::whole_last_tile
   };
   std::vector<Item> items;
   std::string v;
@@ -365,10 +401,24 @@ int run_tune(int argc, char** argv) {
   } else {
     for (int c : configs) items.push_back({c, 0});
   }
+  // --whole-last-tile: each CUTLASS item again with the last token column loading X's whole box;
+  // --whole-last-tile-only: those items alone.
+  const bool only_whole = has_flag(argc, argv, "--whole-last-tile-only");
+  if (only_whole || has_flag(argc, argv, "--whole-last-tile")) {
+    const size_t n = items.size();
+    for (size_t j = 0; j < n; ++j)
+      if (!sparse24_config(items[j].config).skinny) {
+        if (only_whole)
+          items[j].whole = true;
+        else
+          items.push_back({items[j].config, items[j].split, true});
+      }
+  }
   auto options_of = [&](const Item& it) {
     Sparse24Options opt;
     opt.config = it.config;
     opt.split_k = it.split;
+    opt.whole_last_tile = it.whole;
     return opt;
   };
   // One workspace for every item (the largest any needs; an item whose split does not apply is
@@ -383,12 +433,13 @@ int run_tune(int argc, char** argv) {
   const LinearPlan plan = sparse24_plan(M, N, K, Sparse24Options{}, d.sm_count);
   int chosen = -1;
   for (size_t j = 0; j < items.size(); ++j)
-    if (items[j].config == plan.config && (!splitting || std::max(items[j].split, 1) == plan.split_k))
+    if (items[j].whole == (only_whole && !sparse24_config(items[j].config).skinny) && items[j].config == plan.config &&
+        (!splitting || std::max(items[j].split, 1) == plan.split_k))
       chosen = static_cast<int>(j);
   // A plan with a tail launch is not one configuration: time it as its own line (config -1 runs
   // the library's plan).
   if (plan.tail_config >= 0) {
-    items.push_back({-1, 0});
+    items.push_back({-1, 0, only_whole});
     chosen = static_cast<int>(items.size()) - 1;
   }
   std::string json;
@@ -402,10 +453,11 @@ int run_tune(int argc, char** argv) {
         const Item& it = items[static_cast<size_t>(i)];
         if (it.config < 0)
           return sparse24_config(plan.config).name() + "+" + sparse24_config(plan.tail_config).name() + "@" +
-                 std::to_string(plan.tail_rows);
+                 std::to_string(plan.tail_rows) + (it.whole ? "_wholelast" : "");
         const Sparse24Config cfg = sparse24_config(it.config);
         const bool split_name = splitting && !cfg.stream_k && !cfg.skinny;
-        return cfg.name() + (split_name ? "_splitk" + std::to_string(it.split) : std::string());
+        return cfg.name() + (split_name ? "_splitk" + std::to_string(it.split) : std::string()) +
+               (it.whole ? "_wholelast" : "");
       },
       [&](int i, cudaStream_t st) {
         Sparse24Options opt = options_of(items[static_cast<size_t>(i)]);

@@ -39,10 +39,12 @@ namespace qsgemm {
 //
 // The shared fields (qsgemm/linear.h):
 //   config: -1 (the heuristic chooses) or an index of the config table (blockwise_config_index(name)).
-//     A forced index must support the scale granularities (blockwise_config_supports: beyond 128
-//     tokens the 64-row tile cannot serve x_scale kBlock128x128) and the problem (the split-K decode
-//     kernel, "skinny_m32_splitk", serves M <= 32): otherwise kInvalidArgument. Every configuration
-//     gives the same result up to float32 rounding.
+//     A forced index must support the scale granularities (blockwise_config_supports) and the
+//     problem (the split-K decode kernel, "skinny_m32_splitk", serves M <= 32): otherwise
+//     kInvalidArgument. Beyond 128 tokens a tile that cannot hold whole x blocks (the 64-row and
+//     clamped ones) serves x_scale kBlock128x128 through an expanded copy in the workspace (below),
+//     and without that workspace is kInvalidArgument naming the bytes. Every configuration gives the
+//     same result up to float32 rounding.
 //   split_k: for the CUTLASS tiles (not the skinny kernel): the whole 128-wide groups of K are cut
 //     into split_k equal slices, each slice's partial products go to a float32 slice of the
 //     workspace ([split_k][M][N]), and a second kernel on `stream` adds the slices in slice order,
@@ -54,14 +56,21 @@ namespace qsgemm {
 //         requires floor(K / 128) to be a multiple of split_k (at least one group per slice), a
 //         CUTLASS configuration (not the skinny kernel, whether forced or chosen) and the
 //         workspace; otherwise kInvalidArgument.
-//   workspace: for split-K, 16-byte aligned (checked whenever it is non-null). It need not be
-//     zeroed: the call writes every element it reads.
+//   workspace: 16-byte aligned (checked whenever it is non-null), for split-K's slices and, where
+//     the plan runs x_scale kBlock128x128 beyond 128 tokens on a tile of 1x128 activations, after
+//     them (on a 256-byte boundary) a copy of those scales as 1x128 groups, float [ceil(K/128)]
+//     [(M + 3) / 4 * 4], written by a small kernel before the GEMM. It need not be zeroed: the call
+//     writes every element it reads.
 struct BlockwiseOptions : LinearOptions {
   // The skinny configuration splits K over a thread-block cluster of this many CTAs: 0 lets the
   // library choose (the default); 1, 2, 4 or 8 forces it, for tuning (`qsgemm tune blockwise
   // --skinny-clusters`). A nonzero value requires config == the skinny index and at least one
   // 128-wide K group per warp (C x min(4, ceil(K/128)) <= ceil(K/128)); otherwise kInvalidArgument.
   int skinny_cluster = 0;
+  // Tuning: a last token tile that runs past M loads X's whole TMA box, the rows past M included
+  // (what the library did before it loaded only the tile's rows), for same-run comparisons
+  // (`qsgemm tune blockwise --whole-last-tile`). Same results; slower. Ignored by the skinny kernel.
+  bool whole_last_tile = false;
 };
 
 // ---- configurations (one table: src/kernels/sm90/blockwise/sm90_blockwise_configs.h) ----------
@@ -72,10 +81,12 @@ std::string blockwise_config_name(int index);
 // valid ones otherwise. Indices shift when rows are added: prefer names.
 int blockwise_config_index(const std::string& name);
 // Whether configuration `index` serves the scale pair (gx, gw) for M tokens (M < 0: for every M):
-// the 128x192 tile serves per_row x per_row only; beyond 128 tokens the 64-row tile cannot hold
-// x_scale kBlock128x128 and the *_clamped rows (the last token tile moved back inside M) take none
-// (up to 128 tokens those x scales are one row of blocks, which every tile of group_1x128 x scales
-// reads). False for an index outside the table or a pair that blockwise_linear rejects.
+// the 128x192 tile serves per_row x per_row only. x_scale kBlock128x128 reaches every tile of
+// group_1x128 x scales: up to 128 tokens those scales are one row of blocks, which the tiles read
+// as it is; beyond, the tiles that cannot hold whole 128-row blocks (the 64-row tile and the
+// *_clamped rows, whose last token tile is moved back inside M) read an expanded copy in the
+// workspace (BlockwiseOptions::workspace). False for an index outside the table or a pair that
+// blockwise_linear rejects.
 bool blockwise_config_supports(int index, ScaleGranularity gx, ScaleGranularity gw, int64_t M = -1);
 // The configuration blockwise_linear runs without a workspace when options.config == -1: the pure
 // heuristic's pick (per_row x per_row may take the 128x192 tile where its waves come out fewer,
@@ -89,11 +100,13 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
                             int sm_count, int64_t ld_x = 0, int64_t ld_w = 0);
 
 // The plan (qsgemm/linear.h) blockwise_linear runs given a workspace of at least
-// plan.workspace_bytes: the configuration, the K slices (1: no split) and split_k * M * N * 4 bytes
-// of workspace for a split (0 without one, and for M = 0). With options.split_k == 0 and
-// options.config == -1 the library may take a CUTLASS tile with a split where it would otherwise run
-// the skinny decode kernel (9 <= M <= 32 on narrow weights with a long K), and a split 64-row tile's
-// clamped row where the split's CTAs make most of a wave. Host arithmetic on a GPU with `sm_count`
+// plan.workspace_bytes: the configuration, the K slices (1: no split) and the workspace: split_k * M
+// * N * 4 bytes for a split, plus the expanded x-scale copy where the plan needs one (0 without
+// either, and for M = 0). With options.split_k == 0 and options.config == -1 the library may take a
+// CUTLASS tile with a split where it would otherwise run the skinny decode kernel (9 <= M <= 32 on
+// narrow weights with a long K), a split 64-row tile's clamped row where the split's CTAs make most
+// of a wave, and, for x and w scales in 128x128 blocks at 129-383 tokens on large problems, the
+// plan of group_1x128 x scales (its clamped and 64-row tiles) with the expanded copy. Host arithmetic on a GPU with `sm_count`
 // SMs (0: the current device's; kUnsupported when there is none); the rule is in
 // src/blockwise_heuristic.h. kInvalidArgument for a bad shape (M < 0, N or K <= 0, any of them
 // >= 2^31), config index, skinny_cluster or split_k (a forced split of the skinny kernel included),
@@ -118,9 +131,10 @@ size_t blockwise_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, ScaleGr
 //   y: bf16, fp16 or fp32 [M,N], ld >= N, ld * element size % 16 == 0, 16-byte aligned. Only the
 //      [M,N] elements are written. y may not overlap x, w, the scales, the bias or the workspace
 //      (nor the workspace the inputs); kInvalidArgument.
-// M, N, K < 2^31. Runs on the device of `stream` (its SM count picks the plan). M == 0 is a no-op. Stream-ordered: enqueues one kernel on `stream` (two with
-// split-K: the GEMM into the workspace, then the reduction, launched with programmatic dependent
-// launch), never synchronizes, never allocates. Bad input throws qsgemm::Error before any GPU work.
+// M, N, K < 2^31. Runs on the device of `stream` (its SM count picks the plan). M == 0 is a no-op.
+// Stream-ordered: enqueues one kernel on `stream` (with split-K two: the GEMM into the workspace,
+// then the reduction, launched with programmatic dependent launch; where the plan expands x blocks,
+// their copy before the GEMM), never synchronizes, never allocates. Bad input throws qsgemm::Error before any GPU work.
 void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const MatrixView& w, const ScaleView& w_scale,
                       const VectorView& bias, const MatrixView& y, const BlockwiseOptions& options,
                       cudaStream_t stream);

@@ -111,6 +111,10 @@ struct Sparse24Options : LinearOptions {
   // requires, the cheaper sums: with config = -1 and M < 768 the promoted plan runs (it measured as
   // fast or faster there), as do the decode kernel and the stream-K configurations where chosen.
   bool fast_accum = false;
+  // Tuning: a last token column that runs past M loads X's whole TMA box, the rows past M included
+  // (what the library did before it loaded only the column's rows), for same-run comparisons
+  // (`qsgemm tune sparse24 --whole-last-tile`). Same results; slower. Ignored by the decode kernel.
+  bool whole_last_tile = false;
 };
 
 // The plan (qsgemm/linear.h) sparse24_linear runs for Y[M,N] = X[M,K]·Wᵀ with `options` given a

@@ -80,9 +80,10 @@ TEST(BlockwiseHeuristic, ClampedRowsWhereTheLastTokenTileIsMostlyPastM) {
   EXPECT_FALSE(blockwise_clamp_pays(514, 28672, 128, 132));  // 5 token tiles
   EXPECT_FALSE(blockwise_clamp_pays(2074, 8192, 128, 132));
 
-  // Through the pair-aware choice: the clamped row of the tile the wave model picks, not for x
-  // scales in 128x128 blocks beyond 128 tokens (up to 128 they are one row of blocks, read as 1x128
-  // groups), never for whole tiles.
+  // Through the pair-aware choice (without a workspace): the clamped row of the tile the wave model
+  // picks, not for x scales in 128x128 blocks beyond 128 tokens (up to 128 they are one row of
+  // blocks, read as 1x128 groups; beyond, only given a workspace for their copy:
+  // XBlocksTakeTheGroupPlanThroughTheCopy), never for whole tiles.
   const int sq = kernels::blockwise_row("128x128x128_c1x1_coop"), sq_c = kernels::blockwise_row("128x128x128_c1x1_coop_clamped");
   const int nr = kernels::blockwise_row("64x128x128_c1x1_pingpong"), nr_c = kernels::blockwise_row("64x128x128_c1x1_pingpong_clamped");
   EXPECT_EQ(kernels::blockwise_choose_config(131, 8192, 28672, G::kGroup1x128, G::kBlock128x128, 132), sq_c);

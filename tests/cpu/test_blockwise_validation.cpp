@@ -198,15 +198,16 @@ TEST(BlockwiseValidation, Config) {
   c.opt.config = 3;
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "config 3 (skinny_m32_splitk) serves M <= 32; got M=33",
                "options.config");
-  // Beyond 128 tokens the 64-row tile cannot hold whole 128-row x-scale blocks.
+  // Beyond 128 tokens the 64-row tile reads 128-row x-scale blocks through a copy in the workspace
+  // (ForcedGroupTileWithXBlocksNeedsTheCopy): without one, rejected naming the bytes.
   c = Case{};
   c.x.rows = c.y.rows = 129;
   c.sx = ScaleView{faddr(0x200000), G::kBlock128x128, 0};
   c.opt.config = 1;
   expect_error([&] { c.run(); }, Status::kInvalidArgument,
-               "config 1 (64x128x128_c1x1_pingpong) cannot serve x_scale block_128x128 with w_scale block_128x128: "
-               "a 128x128 scale block must cover whole 64x128 tiles beyond 128 tokens (M=129)",
-               "options.config");
+               "config 1 (64x128x128_c1x1_pingpong) reads x_scale block_128x128 beyond 128 tokens (M=129) through a "
+               "copy as group_1x128 scales in the workspace: it needs 2112 bytes",
+               "options.workspace_bytes");
   EXPECT_EQ(blockwise_plan(128, 256, 512, G::kBlock128x128, G::kBlock128x128, c.opt, 132).config, 1)
       << "up to 128 tokens x blocks are one row, which the 64-row tile reads";
 }
@@ -361,10 +362,14 @@ TEST(BlockwiseConfigs, Supports) {
   const G valid[][2] = {{G::kGroup1x128, G::kBlock128x128}, {G::kGroup1x128, G::kGroup1x128},
                         {G::kBlock128x128, G::kBlock128x128}, {G::kBlock128x128, G::kGroup1x128},
                         {G::kPerRow, G::kPerRow}};
-  // Configuration 0 is the fallback of the heuristic: it must serve every valid pair.
-  for (const auto& p : valid) EXPECT_TRUE(kernels::blockwise_config_supports(0, p[0], p[1]));
-  EXPECT_FALSE(kernels::blockwise_config_supports(1, G::kBlock128x128, G::kBlock128x128));
-  EXPECT_FALSE(kernels::blockwise_config_supports(1, G::kBlock128x128, G::kGroup1x128));
+  // Configuration 0 is the fallback of the heuristic: it must read every valid pair.
+  for (const auto& p : valid) EXPECT_TRUE(kernels::blockwise_config_reads(0, p[0], p[1]));
+  // The 64-row tile reads x blocks only as one row of them (up to 128 tokens), and serves them for
+  // every M through the expanded copy beyond.
+  EXPECT_FALSE(kernels::blockwise_config_reads(1, G::kBlock128x128, G::kBlock128x128));
+  EXPECT_FALSE(kernels::blockwise_config_reads(1, G::kBlock128x128, G::kGroup1x128));
+  EXPECT_TRUE(kernels::blockwise_config_supports(1, G::kBlock128x128, G::kBlock128x128));
+  EXPECT_TRUE(kernels::blockwise_config_supports(1, G::kBlock128x128, G::kGroup1x128));
   EXPECT_TRUE(kernels::blockwise_config_supports(1, G::kGroup1x128, G::kBlock128x128));
   EXPECT_TRUE(kernels::blockwise_config_supports(1, G::kPerRow, G::kPerRow));
   for (const auto& p : valid) EXPECT_TRUE(kernels::blockwise_config_supports(2, p[0], p[1]));
@@ -379,10 +384,13 @@ TEST(BlockwiseConfigs, Supports) {
   EXPECT_TRUE(kernels::blockwise_config_supports(4, G::kPerRow, G::kPerRow));
   for (const auto& p : valid)
     if (p[0] != G::kPerRow) EXPECT_FALSE(kernels::blockwise_config_supports(4, p[0], p[1])) << granularity_name(p[0]);
-  // The clamped rows: every pair but x_scale in 128x128 blocks (a shifted tile would straddle two).
+  // The clamped rows read every pair but x_scale in 128x128 blocks (a shifted tile would straddle
+  // two), which they serve through the copy.
   for (int c : {5, 6})
-    for (const auto& p : valid)
-      EXPECT_EQ(kernels::blockwise_config_supports(c, p[0], p[1]), p[0] != G::kBlock128x128) << c << " " << granularity_name(p[0]);
+    for (const auto& p : valid) {
+      EXPECT_EQ(kernels::blockwise_config_reads(c, p[0], p[1]), p[0] != G::kBlock128x128) << c << " " << granularity_name(p[0]);
+      EXPECT_TRUE(kernels::blockwise_config_supports(c, p[0], p[1])) << c << " " << granularity_name(p[0]);
+    }
   // The public query says the same.
   for (int c = -1; c <= kBlockwiseNumConfigs; ++c)
     for (const auto& p : valid) EXPECT_EQ(qsgemm::blockwise_config_supports(c, p[0], p[1]), kernels::blockwise_config_supports(c, p[0], p[1]));
@@ -790,8 +798,8 @@ TEST(BlockwiseHeuristic, Plan) {
 }
 
 // Up to 128 tokens x_scale block_128x128 is one row of blocks, which the tiles of 1x128 groups read
-// with a row stride of 0: the same plans as x 1x128 groups; beyond, the tiles that hold whole
-// blocks only.
+// with a row stride of 0: the same plans as x 1x128 groups; beyond, those tiles read an expanded
+// copy in the workspace, and without a workspace the plans are the tiles that hold whole blocks.
 TEST(BlockwiseHeuristic, OneRowOfXBlocksTakesTheGroupPlans) {
   EXPECT_EQ(kernels::blockwise_tile_gx(G::kBlock128x128, 128), G::kGroup1x128);
   EXPECT_EQ(kernels::blockwise_tile_gx(G::kBlock128x128, 129), G::kBlock128x128);
@@ -802,10 +810,17 @@ TEST(BlockwiseHeuristic, OneRowOfXBlocksTakesTheGroupPlans) {
     for (G gw : {G::kBlock128x128, G::kGroup1x128}) {
       EXPECT_TRUE(qsgemm::blockwise_config_supports(c, G::kBlock128x128, gw, 1)) << name;
       EXPECT_TRUE(qsgemm::blockwise_config_supports(c, G::kBlock128x128, gw, 128)) << name;
-      EXPECT_FALSE(qsgemm::blockwise_config_supports(c, G::kBlock128x128, gw, 129)) << name;
-      EXPECT_FALSE(qsgemm::blockwise_config_supports(c, G::kBlock128x128, gw)) << name << ": every M";
+      EXPECT_TRUE(qsgemm::blockwise_config_supports(c, G::kBlock128x128, gw, 129)) << name << ": the copy";
+      EXPECT_TRUE(qsgemm::blockwise_config_supports(c, G::kBlock128x128, gw)) << name << ": every M";
+      EXPECT_TRUE(kernels::blockwise_config_reads(c, G::kBlock128x128, gw, 128)) << name;
+      EXPECT_FALSE(kernels::blockwise_config_reads(c, G::kBlock128x128, gw, 129)) << name;
+      EXPECT_FALSE(kernels::blockwise_config_reads(c, G::kBlock128x128, gw)) << name << ": every M";
+      EXPECT_FALSE(kernels::blockwise_expands_x_scales(c, G::kBlock128x128, gw, 128)) << name;
+      EXPECT_TRUE(kernels::blockwise_expands_x_scales(c, G::kBlock128x128, gw, 129)) << name;
+      EXPECT_FALSE(kernels::blockwise_expands_x_scales(c, G::kGroup1x128, gw, 129)) << name;
     }
   }
+  EXPECT_FALSE(kernels::blockwise_expands_x_scales(0, G::kBlock128x128, G::kBlock128x128, 200)) << "reads the blocks";
   EXPECT_FALSE(qsgemm::blockwise_config_supports(kernels::kPerRowWideConfig, G::kBlock128x128, G::kBlock128x128, 64));
   BlockwiseOptions o;
   for (int sms : {78, 132})
@@ -828,13 +843,118 @@ TEST(BlockwiseHeuristic, OneRowOfXBlocksTakesTheGroupPlans) {
             EXPECT_EQ(a.config, b.config);
             EXPECT_EQ(a.split_k, b.split_k);
           }
-  // Beyond 128 tokens every pick serves whole x blocks.
+  // Beyond 128 tokens every pick without a workspace reads whole x blocks.
   for (int64_t M : {129, 160, 200, 288, 1000, 4099})
     for (int64_t N : {2112, 7168, 57344})
       for (G gw : {G::kBlock128x128, G::kGroup1x128}) {
         const int c = qsgemm::blockwise_choose_config(M, N, 8192, G::kBlock128x128, gw, 132);
-        EXPECT_TRUE(kernels::blockwise_config_supports(c, G::kBlock128x128, gw)) << M << "x" << N << ": " << c;
+        EXPECT_TRUE(kernels::blockwise_config_reads(c, G::kBlock128x128, gw)) << M << "x" << N << ": " << c;
+        const kernels::BlockwiseChoice p =
+            kernels::blockwise_choose(M, N, 8192, G::kBlock128x128, gw, -1, 0, 132, false);
+        EXPECT_TRUE(kernels::blockwise_config_reads(p.config, G::kBlock128x128, gw)) << M << "x" << N;
       }
+}
+
+// x and w in 128x128 blocks at 129-383 tokens, given a workspace: the 1x128 activations' plan
+// through the expanded copy where it takes another tile, the blocks' last token tile has at least
+// 32 rows past M and the problem is large enough to pay for the copy; the plan's workspace holds
+// the copy after any split-K slices.
+TEST(BlockwiseHeuristic, XBlocksTakeTheGroupPlanThroughTheCopy) {
+  using kernels::BlockwiseChoice;
+  using kernels::blockwise_choose;
+  const auto plan = [](int64_t M, int64_t N, int64_t K, G gx, G gw, bool ws) {
+    return blockwise_choose(M, N, K, gx, gw, -1, 0, 132, ws);
+  };
+  const auto same = [](const BlockwiseChoice& a, const BlockwiseChoice& b) {
+    return a.config == b.config && a.split_k == b.split_k;
+  };
+  const auto expected_bytes = [](int64_t M, int64_t N, int64_t K, const BlockwiseChoice& c) {
+    const size_t split = c.split_k > 1 ? size_t{4} * c.split_k * M * N : 0;
+    return (split + 255) / 256 * 256 + size_t{4} * ((M + 3) / 4 * 4) * ((K + 127) / 128);
+  };
+  BlockwiseOptions o;
+  int expanded = 0;
+  for (int64_t M : {129, 131, 144, 160, 191, 192, 210, 254, 256, 279, 288, 307, 338, 352, 372, 383, 384, 400, 512})
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{8192, 28672}, {57344, 8192}, {10240, 8192}, {28672, 4096},
+                        {4096, 4096}, {2112, 7168}, {7168, 2048}, {4096, 14352}, {32768, 512}}) {
+      SCOPED_TRACE(testing::Message() << "M=" << M << " N=" << N << " K=" << K);
+      const BlockwiseChoice blocks = plan(M, N, K, G::kBlock128x128, G::kBlock128x128, false);
+      const BlockwiseChoice groups = plan(M, N, K, G::kGroup1x128, G::kBlock128x128, true);
+      const BlockwiseChoice with_ws = plan(M, N, K, G::kBlock128x128, G::kBlock128x128, true);
+      const int64_t past = (M + 127) / 128 * 128 - M;
+      const int64_t waves = ((M + 127) / 128 * ((N + 127) / 128) + 131) / 132;
+      const bool pays = M > 128 && M <= 383 && past >= 32 && waves * ((K + 127) / 128) >= 64;
+      const bool expands = kernels::blockwise_expands_x_scales(with_ws.config, G::kBlock128x128, G::kBlock128x128, M);
+      const LinearPlan lp = qsgemm::blockwise_plan(M, N, K, G::kBlock128x128, G::kBlock128x128, o, 132);
+      EXPECT_EQ(lp.config, with_ws.config);
+      EXPECT_EQ(lp.split_k, with_ws.split_k);
+      if (expands) {
+        ++expanded;
+        EXPECT_TRUE(pays);
+        EXPECT_TRUE(same(with_ws, groups)) << "the 1x128 activations' plan";
+        EXPECT_FALSE(kernels::blockwise_config_reads(with_ws.config, G::kBlock128x128, G::kBlock128x128, M));
+        EXPECT_EQ(lp.workspace_bytes, expected_bytes(M, N, K, with_ws));
+        EXPECT_EQ(qsgemm::blockwise_linear_workspace_bytes(M, N, K, G::kBlock128x128, G::kBlock128x128, o, 132),
+                  lp.workspace_bytes);
+      } else {
+        // The blocks' own plan (split as the workspace allows).
+        EXPECT_TRUE(kernels::blockwise_config_reads(with_ws.config, G::kBlock128x128, G::kBlock128x128, M));
+        EXPECT_EQ(with_ws.config, blocks.config);
+        if (pays) EXPECT_EQ(groups.config, blocks.config) << "pays, but the same tile";
+        if (M > 128) EXPECT_EQ(lp.workspace_bytes, with_ws.split_k > 1 ? size_t{4} * with_ws.split_k * M * N : 0);
+      }
+      // Not for 1x128 weight scales; never without a workspace.
+      EXPECT_FALSE(kernels::blockwise_expands_x_scales(plan(M, N, K, G::kBlock128x128, G::kGroup1x128, true).config,
+                                                      G::kBlock128x128, G::kGroup1x128, M));
+      EXPECT_FALSE(kernels::blockwise_expands_x_scales(blocks.config, G::kBlock128x128, G::kBlock128x128, M));
+    }
+  EXPECT_GE(expanded, 20) << "the large layers at 129-383 tokens";
+  // The grid's worst break: l3-70b.down at 160 tokens runs the clamped 128-row tile.
+  EXPECT_EQ(plan(160, 8192, 28672, G::kBlock128x128, G::kBlock128x128, true).config,
+            kernels::blockwise_row("128x128x128_c1x1_coop_clamped"));
+  // A small layer keeps the blocks' plan (the copy would cost more than it gains).
+  EXPECT_FALSE(kernels::blockwise_expands_x_scales(plan(160, 4096, 4096, G::kBlock128x128, G::kBlock128x128, true).config,
+                                                  G::kBlock128x128, G::kBlock128x128, 160));
+  // A forced split or configuration is the caller's plan: no copy chosen by the library.
+  EXPECT_EQ(blockwise_choose(160, 8192, 28672, G::kBlock128x128, G::kBlock128x128, -1, 1, 132, true).config,
+            blockwise_choose(160, 8192, 28672, G::kBlock128x128, G::kBlock128x128, -1, 0, 132, false).config);
+}
+
+// A forced tile of 1x128 activations with x blocks beyond 128 tokens runs through the copy: its
+// plan needs the copy's workspace, and without one blockwise_linear and the plan functions reject it
+// naming the bytes (as a forced split without its workspace).
+TEST(BlockwiseValidation, ForcedGroupTileWithXBlocksNeedsTheCopy) {
+  BlockwiseOptions o;
+  o.config = kernels::blockwise_row("64x128x128_c1x1_pingpong");
+  o.split_k = 1;
+  const int64_t M = 200, N = 4096, K = 4096;
+  const LinearPlan p = qsgemm::blockwise_plan(M, N, K, G::kBlock128x128, G::kBlock128x128, o, 132);
+  EXPECT_EQ(p.config, o.config);
+  EXPECT_EQ(p.workspace_bytes, size_t{4} * 200 * 32);  // [32 K groups][200 tokens]
+  EXPECT_EQ(qsgemm::blockwise_plan(128, N, K, G::kBlock128x128, G::kBlock128x128, o, 132).workspace_bytes, 0u)
+      << "up to 128 tokens: one row of blocks, no copy";
+  EXPECT_EQ(qsgemm::blockwise_plan(M, N, K, G::kGroup1x128, G::kBlock128x128, o, 132).workspace_bytes, 0u);
+  o.split_k = 2;
+  EXPECT_EQ(qsgemm::blockwise_plan(M, N, K, G::kBlock128x128, G::kBlock128x128, o, 132).workspace_bytes,
+            size_t{2} * 200 * 4096 * 4 + size_t{4} * 200 * 32);  // the slices (256-byte multiple), the copy
+  o.split_k = 1;
+  // blockwise_linear without the workspace: rejected before any GPU work, naming the bytes.
+  Case c;
+  c.x = {addr(0x1000000), DType::kE4M3, M, K};
+  c.sx = {faddr(0x2000000), G::kBlock128x128, 0};
+  c.w = {addr(0x3000000), DType::kE4M3, N, K};
+  c.y = {addr(0x5000000), DType::kBF16, M, N};
+  c.opt = o;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument,
+               "reads x_scale block_128x128 beyond 128 tokens (M=200) through a copy as group_1x128 scales in the "
+               "workspace: it needs 25600 bytes of workspace (blockwise_linear_workspace_bytes), 0 given",
+               "options.workspace_bytes");
+  c.opt.workspace = addr(0x7000000);
+  c.opt.workspace_bytes = 25599;
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "needs 25600 bytes of workspace", "options.workspace_bytes");
+  c.opt.split_k = 2;
+  c.opt.workspace_bytes = size_t{2} * 200 * 4096 * 4;  // the slices, not the copy after them
+  expect_error([&] { c.run(); }, Status::kInvalidArgument, "needs 6579200 bytes", "options.workspace_bytes");
 }
 
 // 1x128 weight scales at 65-128 tokens with K >= 4096: one 128-row token tile where the wave model

@@ -197,14 +197,16 @@ TEST(Sparse24Heuristic, NarrowTokenTilesBelowSeventeenTokens) {
 }
 
 // 65-112 tokens on weights of at least 1.5 waves of 64-row tiles (promoted accumulation), with or
-// without a workspace, kept by the cost model: 64x80 at 65-80, 64x96 at 81-96, 64x64 at 97-103,
-// 64x112 at 104-112 (tune_sparse24_between_tiles2.jsonl); 113-128 tokens: the 128x128 stream-K tile
-// given a workspace (tune_sparse24_band.jsonl). On narrower weights the cost model decides, but not
-// for 128x128 stream-K below 104 tokens.
+// without a workspace, kept by the cost model: the narrowest 64-row tile of 72, 80, ..., 112 token
+// columns that holds M, at most 7 rows past it (tune_sparse24_between_tiles2.jsonl); 113-128 tokens:
+// the 128x128 stream-K tile given a workspace (tune_sparse24_band.jsonl). On narrower weights the
+// cost model decides, but not for 128x128 stream-K below 104 tokens.
 TEST(Sparse24Heuristic, OneColumnBandTo112Tokens) {
-  const int pp64 = sparse24_config_index("64x64x256_c1x1_pingpong");
+  const int pp72 = sparse24_config_index("64x72x256_c1x1_pingpong");
   const int pp80 = sparse24_config_index("64x80x256_c1x1_pingpong");
+  const int pp88 = sparse24_config_index("64x88x256_c1x1_pingpong");
   const int pp96 = sparse24_config_index("64x96x256_c1x1_pingpong");
+  const int pp104 = sparse24_config_index("64x104x256_c1x1_pingpong");
   const int pp112 = sparse24_config_index("64x112x256_c1x1_pingpong");
   const int sk128 = sparse24_config_index("128x128x256_c1x1_coop_streamk");
   for (int64_t N : {8448, 10240, 14336, 28672, 57344})
@@ -212,14 +214,15 @@ TEST(Sparse24Heuristic, OneColumnBandTo112Tokens) {
       for (int64_t M = 65; M <= 112; ++M) {
         const Sparse24Choice p = kernels::sparse24_choose(M, N, 8192, -1, 0, false, kSms, ws);
         if (N >= 12672) {
-          const int want = M <= 80 ? pp80 : M <= 96 ? pp96 : M <= 103 ? pp64 : pp112;
+          const int want = M <= 72 ? pp72 : M <= 80 ? pp80 : M <= 88 ? pp88 : M <= 96 ? pp96 : M <= 104 ? pp104 : pp112;
           EXPECT_EQ(p.config, want) << N << " M=" << M;
           EXPECT_EQ(kernels::sparse24_band_tile(M), want) << M;
           EXPECT_EQ(p.split_k, 1);
           EXPECT_LT(p.tail_config, 0);
-          // one column of the tile holds M with at most 15 rows past it, or the 64x64 pair
-          const int64_t tn = kernels::kSparse24Configs[p.config].tile_n;
-          EXPECT_TRUE(p.config == pp64 || (M <= tn && tn - M <= 15)) << N << " M=" << M;
+          // one column of the 64-row tile holds M with at most 7 rows past it
+          const kernels::Sparse24ConfigRow& row = kernels::kSparse24Configs[p.config];
+          EXPECT_EQ(row.tile_m, 64);
+          EXPECT_TRUE(M <= row.tile_n && row.tile_n - M <= 7) << N << " M=" << M;
         }
         if (M < 104) EXPECT_NE(p.config, sk128) << N << " M=" << M;
       }

@@ -354,7 +354,9 @@ TEST(W4A4Configs, TableAndNames) {
       EXPECT_EQ(n, std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x128_wgmma_coop" +
                        (c.clamped ? "_clamped" : ""));
       EXPECT_EQ(c.x1_dtype(), DType::kE4M3) << n;
-      EXPECT_EQ(c.tile_m, 128) << n << ": the one instantiated wgmma tile (sm90_w4a4_wgmma_<dtype>.cu)";
+      // the 128-token tile (sm90_w4a4_wgmma_<dtype>.cu) or a band tile, never clamped
+      // (sm90_w4a4_wgmma_band_<dtype>.cu)
+      EXPECT_TRUE(c.tile_m == 128 || (kernels::w4a4_is_band_tile(c.tile_m) && !c.clamped)) << n;
       EXPECT_EQ(c.tile_n, 128) << n;
       continue;
     }
@@ -368,7 +370,7 @@ TEST(W4A4Configs, TableAndNames) {
     EXPECT_EQ(c.tile_n % (8 * c.warps_n), 0) << n;
     EXPECT_LE(c.stages * (c.tile_m + c.tile_n) * 64, 48 * 1024) << n << ": the stages in static shared memory";
   }
-  EXPECT_EQ(wgmma_rows, 2);  // the last token tile plain and clamped
+  EXPECT_EQ(wgmma_rows, 6);  // the last token tile plain and clamped, four band tiles
   EXPECT_EQ(decode_rows, 5);
   expect_error([] { w4a4_config_name(-1); }, Status::kInvalidArgument, "outside", "index");
   expect_error([] { w4a4_config_index("nope"); }, Status::kInvalidArgument, "128x128x128_w2x4", "name");
@@ -382,7 +384,8 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
   const int d8 = w4a4_config_index("decode_8x16_k8"), d16 = w4a4_config_index("decode_16x16_k8"),
             d32 = w4a4_config_index("decode_32x32_k8"), small = w4a4_config_index("32x64x128_w1x4"),
             wg = w4a4_config_index("128x128x128_wgmma_coop"), d8r = w4a4_config_index("decode_8x16_k8_ring"),
-            wgc = w4a4_config_index("128x128x128_wgmma_coop_clamped");
+            wgc = w4a4_config_index("128x128x128_wgmma_coop_clamped"),
+            band80 = w4a4_config_index("80x128x128_wgmma_coop"), band64 = w4a4_config_index("64x128x128_wgmma_coop");
   for (int64_t L : {0, 1, 7, 8}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d8) << L;
   for (int64_t L : {9, 16}) EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 64, 132), d16) << L;
   // 1..8 tokens: the ring from D·D1/2 >= 90 KiB per SM, at either group.
@@ -412,15 +415,18 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
   for (int64_t L : {33, 40, 48}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d16) << L;
   EXPECT_EQ(w4a4_choose_config(49, 57344, 8192, 0, 132), d32);
   // The cost model (fit points of tuning/tune_w4a4_band_model.txt, group 64): on 57344x8192 (3.5
-  // waves of 128-row tiles) the wgmma kernel from 80 tokens; on 3584x18944 (28 tiles) never below 176.
+  // waves of 128-row tiles) the wgmma kernel from 80 tokens (its 80-token band tile there); on
+  // 3584x18944 (28 tiles) never below 176.
   for (int64_t L : {64}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), d32) << L;
-  for (int64_t L : {80, 128, 2048}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), wg) << L;
+  EXPECT_EQ(w4a4_choose_config(80, 57344, 8192, 64, 132), band80);
+  for (int64_t L : {128, 2048}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), wg) << L;
   for (int64_t L : {129, 175, 176}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), wgc) << L << ": clamped";
   for (int64_t L : {64, 128, 160, 175}) EXPECT_EQ(w4a4_choose_config(L, 3584, 18944, 64, 132), d32) << L;
   // At group 128 the wgmma kernel's promotion costs half: on 57344x8192 from 80 tokens, the 32x64 tile
   // before; a narrow layer keeps the decode row to 128 tokens.
   for (int64_t L : {33, 64}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, 128), small) << L;
-  for (int64_t L : {80, 128}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, 128), wg) << L;
+  EXPECT_EQ(w4a4_choose_config(80, 57344, 8192, 0, 132, 128), band80);
+  EXPECT_EQ(w4a4_choose_config(128, 57344, 8192, 0, 132, 128), wg);
   EXPECT_EQ(w4a4_choose_config(176, 57344, 8192, 0, 132, 128), wgc);
   for (int64_t L : {33, 128}) EXPECT_EQ(w4a4_choose_config(L, 3584, 18944, 0, 132, 128), d32) << L;
   // Every shape takes the wgmma kernel from a few hundred tokens, and never below 17.
@@ -461,9 +467,10 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
   for (int64_t L : {1, 32, 49, 128, 175, 176, 256, 257, 2048}) {
     EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 57344, 8192, 64, 132, DType::kI4x2),
               L <= 8 ? d8r : L <= 256 ? d32 : small) << L;
-    // the wgmma row, with its last token tile clamped where that pays (L = 175, 176, 257)
+    // the wgmma row: a band tile up to 112 tokens (64 tokens here to 49), from 128 the 128-token
+    // tile, with its last token tile clamped where that pays (L = 175, 176, 257)
     EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 57344, 8192, 64, 132, DType::kE4M3),
-              L == 175 || L == 176 || L == 257 ? wgc : wg) << L;
+              L <= 64 ? band64 : L == 175 || L == 176 || L == 257 ? wgc : wg) << L;
   }
   EXPECT_EQ(kernels::w4a4_choose_for_x1(200, 4096, 14336, 64, 132, DType::kI4x2), d32) << "the model keeps packed";
   EXPECT_EQ(w4a4_choose_config(200, 4096, 14336, 64, 132), d32);
@@ -473,6 +480,37 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
   o.split_k = 4;
   expect_error([&] { w4a4_plan(16, 4096, 4096, 64, o, 132); }, Status::kInvalidArgument, "does not split K",
                "options.split_k");
+}
+
+// e4m3 X1 up to 112 tokens: the narrowest band tile that holds L (w4a4_wgmma_band_config), so the one
+// token tile reads at most 15 rows past L from 49 tokens; never narrower as L grows; from 113 tokens
+// the 128-token rows.
+TEST(W4A4Heuristic, BandTilesHoldL) {
+  int prev = 0;
+  for (int64_t L = 0; L <= 300; ++L) {
+    const int c = kernels::w4a4_choose_for_x1(L, 57344, 8192, 64, 132, DType::kE4M3);
+    const auto& row = kernels::kW4A4Configs[c];
+    ASSERT_EQ(row.kernel, kernels::W4A4Kernel::kWgmma) << L;
+    EXPECT_EQ(row.tile_n, 128) << L;
+    if (L <= kernels::kW4A4BandMaxL) {
+      EXPECT_EQ(c, kernels::w4a4_wgmma_band_config(L)) << L;
+      EXPECT_GE(row.tile_m, L) << L;
+      EXPECT_LT(row.tile_m, 128) << L;
+      if (L > 48) EXPECT_LT(row.tile_m - L, 16) << L;
+      EXPECT_FALSE(row.clamped) << L;
+    } else {
+      EXPECT_EQ(row.tile_m, 128) << L;
+      EXPECT_EQ(kernels::w4a4_wgmma_band_config(L), -1) << L;
+    }
+    EXPECT_GE(row.tile_m, prev) << L;
+    prev = L <= 128 ? row.tile_m : 0;  // above 128 tokens the 128-token tile repeats
+  }
+  EXPECT_EQ(w4a4_config_name(kernels::w4a4_wgmma_band_config(1)), "64x128x128_wgmma_coop");
+  EXPECT_EQ(w4a4_config_name(kernels::w4a4_wgmma_band_config(65)), "80x128x128_wgmma_coop");
+  EXPECT_EQ(w4a4_config_name(kernels::w4a4_wgmma_band_config(96)), "96x128x128_wgmma_coop");
+  EXPECT_EQ(w4a4_config_name(kernels::w4a4_wgmma_band_config(112)), "112x128x128_wgmma_coop");
+  // Each band row reads X1 as e4m3 codes, as the 128-token rows.
+  for (int64_t L : {1, 70, 100, 112}) EXPECT_EQ(w4a4_x1_dtype(kernels::w4a4_wgmma_band_config(L)), DType::kE4M3) << L;
 }
 
 // The band's cost model (src/w4a4_heuristic.h): close to what it was fitted on, and monotone where

@@ -62,6 +62,10 @@ struct Case {
   int64_t pad_x = 0, pad_w = 0, pad_y = 0, pad_sx = 0;  // extra leading-dimension elements
   int64_t guard_rows = 0;  // poisoned rows of Y before row 0, which must stay untouched
   int same_bits_as = -1;   // a second configuration run on the same operands: Y equal bit for bit
+  // x_scale block_128x128: a second run with those scales given as 1x128 groups (the layout the
+  // expanded copy has), same options: Y equal bit for bit.
+  bool same_bits_as_x_groups = false;
+  bool same_bits_whole = false;  // a second run with BlockwiseOptions::whole_last_tile: Y equal bit for bit
 
   std::string str() const {
     return "M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) + " x_scale=" +
@@ -71,7 +75,8 @@ struct Case {
            " split_k=" + std::to_string(split_k) + (workspace ? " workspace" : "") +
            " pads=" + std::to_string(pad_x) + "/" + std::to_string(pad_w) + "/" + std::to_string(pad_y) + "/" +
            std::to_string(pad_sx) + " guard_rows=" + std::to_string(guard_rows) +
-           " same_bits_as=" + std::to_string(same_bits_as);
+           " same_bits_as=" + std::to_string(same_bits_as) + (same_bits_as_x_groups ? " same_bits_as_x_groups" : "") +
+           (same_bits_whole ? " same_bits_whole" : "");
   }
 };
 
@@ -191,18 +196,39 @@ void run_case(const Case& c, std::mt19937& rng, cudaStream_t stream) {
   ASSERT_TRUE(std::all_of(with_guard.begin(), with_guard.begin() + guard_bytes, [](uint8_t b) { return b == 0xFF; }))
       << "rows before Y were written";
   const std::vector<uint8_t> raw(with_guard.begin() + guard_bytes, with_guard.end());
-  if (c.same_bits_as >= 0) {
+  if (c.same_bits_as >= 0 || c.same_bits_whole) {
     DeviceBuffer<uint8_t> d_y2(raw.size());
     d_y2.poison(0xFF);
     BlockwiseOptions opt2 = opt;
-    opt2.config = c.same_bits_as;
+    if (c.same_bits_as >= 0) opt2.config = c.same_bits_as;
+    opt2.whole_last_tile = c.same_bits_whole;
     try {
       blockwise_linear(x, x_scale, w, w_scale, bias, MatrixView(d_y2.get(), c.out, M, N, ldy), opt2, stream);
     } catch (const Error& e) {
       FAIL() << "blockwise_linear threw on config " << c.same_bits_as << ": " << e.what();
     }
     QSGEMM_CUDA_OK(cudaStreamSynchronize(stream));
-    ASSERT_TRUE(d_y2.download() == raw) << "configs " << c.config << " and " << c.same_bits_as << " differ";
+    ASSERT_TRUE(d_y2.download() == raw) << "configs " << c.config << " and " << opt2.config << " (whole last tile "
+                                        << opt2.whole_last_tile << ") differ";
+  }
+  if (c.same_bits_as_x_groups) {
+    ASSERT_EQ(c.gx, G::kBlock128x128);
+    const int64_t kb = ceil_div(K, kScaleGroupK);
+    std::vector<float> groups(static_cast<size_t>(kb * M));  // [kb][M], M-major
+    for (int64_t g = 0; g < kb; ++g)
+      for (int64_t m = 0; m < M; ++m) groups[g * M + m] = sx[(m / kScaleGroupK) * kb + g];
+    DeviceBuffer<float> d_sg(groups.size());
+    d_sg.upload(groups);
+    DeviceBuffer<uint8_t> d_y2(raw.size());
+    d_y2.poison(0xFF);
+    try {
+      blockwise_linear(x, ScaleView{d_sg.get(), G::kGroup1x128, M}, w, w_scale, bias,
+                       MatrixView(d_y2.get(), c.out, M, N, ldy), opt, stream);
+    } catch (const Error& e) {
+      FAIL() << "blockwise_linear threw with the x scales as 1x128 groups: " << e.what();
+    }
+    QSGEMM_CUDA_OK(cudaStreamSynchronize(stream));
+    ASSERT_TRUE(d_y2.download() == raw) << "x blocks and the same scales as 1x128 groups differ";
   }
   std::vector<float> out(static_cast<size_t>(M * ldy));
   for (int64_t i = 0; i < M * ldy; ++i) {
@@ -377,10 +403,18 @@ TEST_F(BlockwiseGpu, EveryConfigForced) {
         c.gw = gw;
         c.config = config;
         c.bias = static_cast<BiasKind>(shape++ % 3);  // none, fp32, output dtype, none, fp32, output dtype
-        if (!blockwise_config_supports(config, gx, gw, M)) {
-          // Beyond 128 tokens the 64-row tile cannot hold whole 128-row x-scale blocks, the
-          // 128x192 tile never whole 128-row weight blocks (it serves per-row scales only):
-          // rejected, not mis-computed.
+        if (blockwise_config_supports(config, gx, gw, M)) {
+          // x blocks beyond 128 tokens on a tile of 1x128 groups: the expanded copy's workspace
+          // (unsplit here; XBlocksThroughTheExpandedCopy splits it).
+          BlockwiseOptions o;
+          o.config = config;
+          o.split_k = 1;
+          if (blockwise_linear_workspace_bytes(M, N, K, gx, gw, o) > 0) {
+            c.split_k = 1;
+            c.workspace = true;
+          }
+        } else {
+          // The 128x192 tile serves per-row scales only: rejected, not mis-computed.
           MatrixView x(reinterpret_cast<void*>(0x1000), DType::kE4M3, M, K);
           try {
             blockwise_linear(x, ScaleView{reinterpret_cast<const float*>(0x2000), gx, 0},
@@ -415,10 +449,11 @@ TEST_F(BlockwiseGpu, ClampedRowsSameBitsAsPlainTile) {
     const int plain = blockwise_config_index(plain_name);
     const int64_t tm = std::stoll(name);  // the tile's rows: the name's first number
     for (const auto& [gx, gw] : kPairs) {
-      if (!blockwise_config_supports(config, gx, gw)) {
-        EXPECT_EQ(gx, G::kBlock128x128) << name << " refuses x_scale " << granularity_name(gx);
-        continue;
-      }
+      // x blocks: the clamped tiles read them as 1x128 groups (one row of blocks, or the expanded
+      // copy), the plain 128-row tile as blocks, another kernel; XBlocksThroughTheExpandedCopy and
+      // OneRowOfXBlocksOnTheGroupTiles check them.
+      if (gx == G::kBlock128x128) continue;
+      ASSERT_TRUE(blockwise_config_supports(config, gx, gw)) << name;
       for (int64_t M : {tm - 1, tm, tm + 1, 2 * tm - 1, 2 * tm + 3, int64_t{1000}}) {
         Case c;
         c.M = M;
@@ -440,6 +475,44 @@ TEST_F(BlockwiseGpu, ClampedRowsSameBitsAsPlainTile) {
   }
 }
 
+// The last token tile loads only its rows of X (sm90_blockwise_last_tile_rows.cuh): every CUTLASS
+// configuration and scale pair it serves, M around 8-row boxes and tile edges, bit for bit against
+// the same call loading the whole box (BlockwiseOptions::whole_last_tile) and against the float64
+// reference; a split over K with a partial last group, a padded x-scale layout, every output dtype
+// and bias kind. The rows of the stage the tile skips hold an earlier tile's X: equal bits show
+// that they reach no stored row.
+TEST_F(BlockwiseGpu, LastTileRowsSameBitsAsWholeBox) {
+  std::mt19937 rng(733);
+  size_t i = 0;
+  for (int config = 0; config < blockwise_num_configs(); ++config) {
+    const std::string name = blockwise_config_name(config);
+    if (name.rfind("skinny", 0) == 0) continue;  // no token tiles
+    const int64_t tm = std::stoll(name);
+    for (const auto& [gx, gw] : kPairs)
+      for (int64_t M : {int64_t{1}, int64_t{9}, tm - 1, tm + 8, 2 * tm + 3, 5 * tm - 17}) {
+        if (!blockwise_config_supports(config, gx, gw, M)) continue;
+        Case c;
+        c.M = M;
+        c.N = i % 2 ? 264 : 392;
+        c.K = i % 3 == 0 ? 400 : i % 3 == 1 ? 1024 : 4112;
+        c.gx = gx;
+        c.gw = gw;
+        c.config = config;
+        c.same_bits_whole = true;
+        c.out = i % 3 == 0 ? DType::kBF16 : i % 3 == 1 ? DType::kF32 : DType::kF16;
+        c.bias = static_cast<BiasKind>(i / 3 % 3);
+        c.pad_sx = i % 2 ? 5 : 0;
+        c.guard_rows = 3;
+        c.workspace = true;                             // for the split (and x blocks beyond 128 tokens)
+        c.split_k = i % 4 == 3 && c.K >= 1024 ? 2 : 1;  // 2 K slices over the whole groups, or none
+        ++i;
+        run_case(c, rng, stream_);
+        if (HasFatalFailure()) return;
+      }
+  }
+  EXPECT_GT(i, 60u);
+}
+
 // Up to 128 tokens x_scale block_128x128 is one row of blocks, which the tiles of 1x128 activation
 // groups read with a row stride of 0 (blockwise_tile_gx): the 64-row and clamped tiles forced, with
 // and without a split over K (a partial last group included), the clamped 64-row tile bit for bit
@@ -452,7 +525,6 @@ TEST_F(BlockwiseGpu, OneRowOfXBlocksOnTheGroupTiles) {
       for (int64_t M : {int64_t{17}, int64_t{63}, int64_t{65}, int64_t{100}, int64_t{127}, int64_t{128}}) {
         const int config = blockwise_config_index(name);
         ASSERT_TRUE(blockwise_config_supports(config, G::kBlock128x128, gw, M)) << name << " M=" << M;
-        ASSERT_FALSE(blockwise_config_supports(config, G::kBlock128x128, gw, 129)) << name;
         Case c;
         c.M = M;
         c.N = i % 2 ? 264 : 392;
@@ -491,6 +563,62 @@ TEST_F(BlockwiseGpu, OneRowOfXBlocksOnTheGroupTiles) {
       run_case(c, rng, stream_);
       if (HasFatalFailure()) return;
     }
+}
+
+// Beyond 128 tokens the tiles of 1x128 activation groups read x_scale block_128x128 through an
+// expanded copy in the workspace (poisoned, after the split-K slices where there are any): the
+// 64-row and clamped tiles forced at 129-700 tokens, with and without a split (a partial last
+// group included), each bit for bit against the same call with the scales given as 1x128 groups;
+// and the heuristic's plans where the copy pays.
+TEST_F(BlockwiseGpu, XBlocksThroughTheExpandedCopy) {
+  std::mt19937 rng(977);
+  size_t i = 0;
+  for (G gw : {G::kBlock128x128, G::kGroup1x128})
+    for (const char* name : {"64x128x128_c1x1_pingpong", "64x128x128_c1x1_pingpong_clamped", "128x128x128_c1x1_coop_clamped"})
+      for (int64_t M : {int64_t{129}, int64_t{160}, int64_t{200}, int64_t{255}, int64_t{383}, int64_t{700}}) {
+        Case c;
+        c.M = M;
+        c.N = i % 2 ? 264 : 392;
+        c.K = i % 3 == 0 ? 400 : i % 3 == 1 ? 1024 : 4112;
+        c.gx = G::kBlock128x128;
+        c.gw = gw;
+        c.config = blockwise_config_index(name);
+        ASSERT_TRUE(blockwise_config_supports(c.config, G::kBlock128x128, gw, M)) << name << " M=" << M;
+        if (i % 4 == 3 && c.K >= 1024) c.split_k = 2;
+        c.workspace = true;
+        c.same_bits_as_x_groups = true;
+        c.out = i % 3 == 0 ? DType::kBF16 : i % 3 == 1 ? DType::kF32 : DType::kF16;
+        c.bias = static_cast<BiasKind>(i / 3 % 3);
+        c.guard_rows = 2;
+        ++i;
+        BlockwiseOptions o;
+        o.config = c.config;
+        o.split_k = c.split_k;
+        const size_t split = c.split_k > 1 ? size_t{4} * c.split_k * M * c.N : 0;
+        ASSERT_GT(blockwise_linear_workspace_bytes(M, c.N, c.K, c.gx, gw, o), split) << name << ": the copy";
+        run_case(c, rng, stream_);
+        if (HasFatalFailure()) return;
+      }
+  // The heuristic's plans where the copy pays (blockwise_expand_pays): large weights at 129-383
+  // tokens with at least 32 rows of the blocks' last 128-row tile past M.
+  const int sms = test::device_sm_count();
+  for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{160, 28672, 4096},
+                                std::tuple<int64_t, int64_t, int64_t>{200, 4096, 14352},
+                                std::tuple<int64_t, int64_t, int64_t>{288, 10240, 8192}}) {
+    const LinearPlan p = blockwise_plan(M, N, K, G::kBlock128x128, G::kBlock128x128, BlockwiseOptions{}, sms);
+    const size_t split = p.split_k > 1 ? size_t{4} * p.split_k * M * N : 0;
+    ASSERT_GT(p.workspace_bytes, split) << M << "x" << N << "x" << K << ": the plan takes the copy";
+    Case c;
+    c.M = M;
+    c.N = N;
+    c.K = K;
+    c.gx = G::kBlock128x128;
+    c.gw = G::kBlock128x128;
+    c.workspace = true;
+    c.same_bits_as_x_groups = true;  // the library's plan for 1x128 groups: the same tile and split
+    run_case(c, rng, stream_);
+    if (HasFatalFailure()) return;
+  }
 }
 
 // Per-row scales on shapes where the heuristic takes the 128x192 tile (configuration 4): partial

@@ -366,6 +366,31 @@ TEST(Sparse24Gpu, LinearEveryConfiguration) {
     }
 }
 
+// Runs sparse24_linear twice on the same fresh random X (fp32 output, padded leading dimensions),
+// with options a and then b, and expects the two outputs (padding included) equal bit for bit.
+void expect_two_calls_same_bits(const Weight& w, int64_t M, const Sparse24Options& a, const Sparse24Options& b, std::mt19937& rng,
+                                const std::string& what) {
+  const int64_t ldx = w.K + 16, ldy = w.N + 8;
+  std::vector<uint8_t> xq(static_cast<size_t>(M * ldx));
+  for (auto& v : xq) v = static_cast<uint8_t>(rng() & 0x77);  // finite e4m3 (no NaN encodings)
+  std::vector<float> sx(static_cast<size_t>(M));
+  for (auto& v : sx) v = std::uniform_real_distribution<float>(0.5f, 2.0f)(rng);
+  DeviceBuffer<uint8_t> x(xq.size());
+  x.upload(xq);
+  DeviceBuffer<float> sxd(sx.size());
+  sxd.upload(sx);
+  DeviceBuffer<uint8_t> y0(static_cast<size_t>(M * ldy * 4)), y1(static_cast<size_t>(M * ldy * 4));
+  y0.poison();
+  y1.poison();
+  const std::pair<DeviceBuffer<uint8_t>*, const Sparse24Options*> runs[] = {{&y0, &a}, {&y1, &b}};
+  for (const auto& [y, opt] : runs)
+    ASSERT_NO_THROW(sparse24_linear(MatrixView(x.get(), DType::kE4M3, M, w.K, ldx),
+                                    ScaleView{sxd.get(), ScaleGranularity::kPerRow, 0}, w.view(), VectorView(),
+                                    MatrixView(y->get(), DType::kF32, M, w.N, ldy), *opt, nullptr));
+  QSGEMM_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_TRUE(y0.download() == y1.download()) << what << " M=" << M << ": the two calls differ";
+}
+
 // Every data-parallel configuration clamps its last token column inside M
 // (src/kernels/sm90/common/clamped_token_column.cuh): at M >= tile_n the tiles of the last column
 // and of a cluster pair's padding compute tokens [M - tile_n, M) through shifted output and per-token
@@ -386,29 +411,45 @@ TEST(Sparse24Gpu, LinearClampedLastColumn) {
       check_linear(w, LinearSpec{M, DType::kF32, DType::kF32, false, c, 16, 8}, rng);
       ++clamped;
       // Determinism: the same call twice, compared bit for bit.
-      const int64_t ldx = w.K + 16, ldy = w.N + 8;
-      std::vector<uint8_t> xq(static_cast<size_t>(M * ldx));
-      for (auto& b : xq) b = static_cast<uint8_t>(rng() & 0x77);  // finite e4m3 (no NaN encodings)
-      std::vector<float> sx(static_cast<size_t>(M));
-      for (auto& v : sx) v = std::uniform_real_distribution<float>(0.5f, 2.0f)(rng);
-      DeviceBuffer<uint8_t> x(xq.size());
-      x.upload(xq);
-      DeviceBuffer<float> sxd(sx.size());
-      sxd.upload(sx);
-      DeviceBuffer<uint8_t> y0(static_cast<size_t>(M * ldy * 4)), y1(static_cast<size_t>(M * ldy * 4));
-      y0.poison();
-      y1.poison();
       Sparse24Options opt;
       opt.config = c;
-      for (DeviceBuffer<uint8_t>* y : {&y0, &y1})
-        ASSERT_NO_THROW(sparse24_linear(MatrixView(x.get(), DType::kE4M3, M, w.K, ldx),
-                                        ScaleView{sxd.get(), ScaleGranularity::kPerRow, 0}, w.view(), VectorView(),
-                                        MatrixView(y->get(), DType::kF32, M, w.N, ldy), opt, nullptr));
-      QSGEMM_CUDA_OK(cudaDeviceSynchronize());
-      EXPECT_TRUE(y0.download() == y1.download()) << cfg.name() << " M=" << M << ": two calls differ";
+      expect_two_calls_same_bits(w, M, opt, opt, rng, cfg.name());
     }
   }
   EXPECT_GE(clamped, 3 * 8);
+}
+
+// A last token column partly past M loads only its rows of X (common/token_row_boxes.cuh; a
+// cluster pair's padding column the same rows): every CUTLASS configuration (stream-K included) at M around
+// 8-row boxes and the column's edges, against the float64 reference and bit for bit against the
+// same call loading the whole box (Sparse24Options::whole_last_tile). The skipped rows of a stage
+// hold an earlier tile's X: equal bits show they reach no stored row.
+TEST(Sparse24Gpu, LastColumnRowsSameBitsAsWholeBox) {
+  QSGEMM_REQUIRE_SM90();
+  std::mt19937 rng(17);
+  Weight w;
+  make_weight(w, 392, 768, rng);
+  int cases = 0;
+  for (int c = 0; c < sparse24_num_configs(); ++c) {
+    const Sparse24Config cfg = sparse24_config(c);
+    if (cfg.skinny) continue;
+    const int64_t tn = cfg.tile_n;
+    for (int64_t M : {int64_t{1}, int64_t{9}, tn - 1, tn + 8, 2 * tn + 3}) {
+      if (M < 1) continue;
+      check_linear(w, LinearSpec{M, DType::kF32, DType::kF32, false, c, 16, 8}, rng);
+      Sparse24Options rows, whole;
+      rows.config = whole.config = c;
+      rows.split_k = whole.split_k = 1;  // unsplit; the workspace is for the stream-K configurations
+      const size_t ws_bytes = sparse24_linear_workspace_bytes(M, w.N, w.K, rows);
+      DeviceBuffer<uint8_t> ws(std::max<size_t>(ws_bytes, 16));
+      rows.workspace = whole.workspace = ws.get();
+      rows.workspace_bytes = whole.workspace_bytes = ws_bytes;
+      whole.whole_last_tile = true;
+      expect_two_calls_same_bits(w, M, rows, whole, rng, cfg.name() + " rows only / whole box");
+      ++cases;
+    }
+  }
+  EXPECT_GE(cases, 40);
 }
 
 // The split-K decode kernel (configuration 12), forced: every token count it serves (n8 token tiles

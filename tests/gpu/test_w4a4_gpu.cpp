@@ -8,7 +8,8 @@
 //    of {0, 16, 32, 64, 128}, every output dtype, bias, padded leading dimensions, poisoned outputs;
 //  * the whole layer: quantizer + packer + GEMM composed, with either X1 staging;
 //  * the e4m3 X1 staging: the quantizer's e4m3 codes equal the unpacked packed codes (as e4m3) bit for
-//    bit, and every configuration runs with the staging it reads (w4a4_x1_dtype).
+//    bit, and every configuration runs with the staging it reads (w4a4_x1_dtype);
+//  * the wgmma kernel's band tiles (64-112 tokens) at their edges, with every rank.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -457,6 +458,46 @@ TEST_F(W4A4Gpu, WgmmaClampedLastTokenTile) {
                                 VectorView(), MatrixView(y->get(), DType::kF32, L, D, D), opt, nullptr));
   QSGEMM_CUDA_OK(cudaDeviceSynchronize());
   EXPECT_TRUE(y0.download() == y1.download()) << "two calls differ";
+}
+
+// The band rows (64, 80, 96, 112 tokens per tile: w4a4_wgmma_band_config): every band tile at L
+// just inside it, on its edge and one past (a second token tile), exact on small integers and against
+// the reference with every rank (X2's rows of the tile below kBlkN only), every output dtype, a bias,
+// padded leading dimensions and poisoned guard rows around Y; and more work tiles than SMs (33 weight
+// tiles x 5 token tiles = 165 on a 132-SM H200), so that CTAs replay the scheduler over several.
+TEST_F(W4A4Gpu, WgmmaBandTiles) {
+  std::mt19937 rng(2613);
+  int i = 0;
+  for (int64_t tile : {64, 80, 96, 112}) {
+    const int config = w4a4_config_index(std::to_string(tile) + "x128x128_wgmma_coop");
+    ASSERT_GE(config, 0) << tile;
+    Problem e{tile - 1, 264, 640, 64, 48, DType::kF32};
+    e.config = config;
+    e.small_integers = true;
+    e.guard_rows = 2;
+    run_problem(e, rng);
+    for (int64_t L : {int64_t{1}, tile - 15, tile, tile + 1}) {
+      const int group = i % 2 == 0 ? 64 : 128;
+      const DType out = i % 3 == 0 ? DType::kBF16 : i % 3 == 1 ? DType::kF32 : DType::kF16;
+      Problem p{L, 200, group == 64 ? 576 : 384, group, 32 * (i % 5), out};  // ranks 0, 32, 64, 96, 128
+      p.config = config;
+      p.bias = i % 2 == 1;
+      p.pad = i % 4 == 3 ? 2 : 0;
+      p.guard_rows = 2;
+      run_problem(p, rng);
+      if (HasFailure()) return;
+      ++i;
+    }
+    Problem m{5 * tile - 3, 4104, 640, 64, 64, DType::kBF16};
+    m.config = config;
+    m.bias = true;
+    run_problem(m, rng);
+    if (HasFailure()) return;
+  }
+  // The heuristic's own pick with e4m3 X1 at L = 70: the 80-token band row.
+  Problem h{70, 392, 640, 64, 16, DType::kBF16};
+  h.x1 = DType::kE4M3;
+  run_problem(h, rng);
 }
 
 // The wgmma kernel's low-rank operands are copied into shared memory during the first K tile and

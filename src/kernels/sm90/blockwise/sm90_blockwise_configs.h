@@ -10,8 +10,10 @@
 //    K tile, so the K tile must equal the scale group (128, docs/formats.md §2); it also promotes
 //    the wgmma partial sums into float32 every 128 of K (4 k32 MMAs), the accuracy DeepSeek-V3 asks for.
 //  * A 128x128 scale block must cover whole tiles: CUTLASS requires tile_m % granularity_m == 0, so
-//    the 64-row tile cannot serve x_scale kBlock128x128, except up to 128 tokens, where those scales
-//    are one row of blocks that it reads as 1x128 groups (blockwise_config_supports says which can).
+//    the 64-row tile cannot read x_scale kBlock128x128, except up to 128 tokens, where those scales
+//    are one row of blocks that it reads as 1x128 groups; beyond, blockwise_linear gives it (and the
+//    clamped rows) a copy of them as 1x128 groups (sm90_blockwise_expand_x_scales.h;
+//    blockwise_config_reads and blockwise_config_supports in src/blockwise_heuristic.h).
 //  * Every configuration runs on the default persistent tile scheduler, which needs no workspace
 //    (blockwise_linear allocates nothing).
 #pragma once
@@ -139,6 +141,9 @@ struct BlockwiseGemmArgs {
   // [splits][M][ldy], unbiased; run_splitk_reduce (kernels/sm90/common/splitk_reduce.h) then adds
   // them, the partial last group (K % 128 columns) and the bias. src/blockwise.cpp sets it up.
   int splits = 1;
+  // Tuning (BlockwiseOptions::whole_last_tile): a last token tile partly past M loads X's whole box,
+  // rows past M included, instead of its own rows only.
+  bool whole_last_tile = false;
 };
 
 // Largest split blockwise_linear accepts.

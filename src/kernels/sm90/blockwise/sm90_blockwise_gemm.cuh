@@ -73,6 +73,7 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "kernels/sm90/blockwise/sm90_blockwise_clamped_rows.cuh"
 #include "kernels/sm90/blockwise/sm90_blockwise_configs.h"
+#include "kernels/sm90/blockwise/sm90_blockwise_last_tile_rows.cuh"
 #include "kernels/sm90/blockwise/sm90_blockwise_two_partials.cuh"
 #include "kernels/sm90/common/cutlass_smem.cuh"
 #include "validate.h"
@@ -189,7 +190,9 @@ struct BlockwiseGemm {
   using TileMainloop =
       cute::conditional_t<kTwoPartials, TwoPartialsBlockwiseMainloop<CutlassMainloop, kPerRow, kCooperative>, CutlassMainloop>;
   static_assert(!kClamped || kGranM == 1 || kPerRow, "x scales in 128x128 blocks cannot be clamped");
-  using CollectiveMainloop = cute::conditional_t<kClamped, ClampedRowsMainloop<TileMainloop>, TileMainloop>;
+  using ClampedOrTileMainloop = cute::conditional_t<kClamped, ClampedRowsMainloop<TileMainloop>, TileMainloop>;
+  // A last token tile partly past M loads only its rows of X (sm90_blockwise_last_tile_rows.cuh).
+  using CollectiveMainloop = LastTileRowsMainloop<ClampedOrTileMainloop, kClamped>;
 
   // Default tile scheduler (persistent, no workspace).
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop, CollectiveEpilogue>;
@@ -222,7 +225,7 @@ struct BlockwiseGemm {
     const auto* ptr_a = static_cast<const ElementA*>(a.x);
     const auto* ptr_b = static_cast<const ElementB*>(a.w);
 
-    typename CollectiveMainloop::Arguments mainloop{};
+    typename TileMainloop::Arguments mainloop{};
     if constexpr (kPerRowEpilogue) {
       const float* one = blockwise_unit_scale(a.device);  // every scale of the mainloop reads this 1.0f
       mainloop = {ptr_a, dA, ptr_b, dB, one, scale_layout<LayoutSFA>(M, kbs, 0, 0, S, 0), one,
@@ -281,12 +284,15 @@ struct BlockwiseGemm {
     } else {
       kernel_epilogue = epilogue;
     }
+    typename CollectiveMainloop::Arguments kernel_mainloop{};
+    static_cast<typename TileMainloop::Arguments&>(kernel_mainloop) = mainloop;
+    kernel_mainloop.whole_last_tile = a.whole_last_tile;
     cutlass::KernelHardwareInfo hw;
     hw.device_id = a.device;
     hw.sm_count = a.sm_count;  // > 0: CUTLASS does not query the device on every call
     typename Gemm::Arguments args{S > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm,
                                   {M, N, Ks, S},
-                                  mainloop,
+                                  kernel_mainloop,
                                   kernel_epilogue,
                                   hw};
     args.scheduler.max_swizzle_size = a.swizzle;

@@ -24,6 +24,7 @@ enum class Sparse24Unit : uint8_t {
   kStreamK,  // sm90_sparse24_gemm_streamk_*.cu: CUTLASS's stream-K scheduler (needs a workspace)
   kSkinny,   // not CUTLASS: the split-K decode kernel (sm90_sparse24_skinny.cu)
   kBetween,  // sm90_sparse24_gemm_between_*.cu: token tiles between the powers of two (80-160)
+  kBand,     // sm90_sparse24_gemm_band_*.cu: the 64-row band tiles between those (72, 88, 104)
 };
 
 struct Sparse24ConfigRow {
@@ -44,7 +45,8 @@ struct Sparse24ConfigRow {
   constexpr bool skinny() const { return unit == Sparse24Unit::kSkinny; }
   // Split-K runs on the data-parallel CUTLASS tiles only.
   constexpr bool splittable() const {
-    return unit == Sparse24Unit::kMain || unit == Sparse24Unit::kWide || unit == Sparse24Unit::kBetween;
+    return unit == Sparse24Unit::kMain || unit == Sparse24Unit::kWide || unit == Sparse24Unit::kBetween ||
+           unit == Sparse24Unit::kBand;
   }
 };
 
@@ -92,6 +94,14 @@ inline constexpr Sparse24ConfigRow kSparse24Configs[] = {
     {"64x80x256_c1x1_pingpong", 64, 80, 256, 1, 1, false, false, true, Sparse24Unit::kBetween},
     {"64x112x256_c1x1_pingpong", 64, 112, 256, 1, 1, false, false, true, Sparse24Unit::kBetween},
     {"128x144x256_c1x1_coop", 128, 144, 256, 1, 1, true, false, false, Sparse24Unit::kBetween},
+    // The 64-row tiles every 8 tokens of the 65-112 band (sparse24_band_tile): a column of 80, 96 or
+    // 112 tokens still reads up to 15 rows of X past M, and at 67, 81 and 98 tokens such a column
+    // took 1.07-1.14x the time of the same tile a few tokens later (the sweep's band-edge breaks).
+    // 72, 88 and 104 bound that to 7 rows. In units of their own, so that the between units do not
+    // grow.
+    {"64x72x256_c1x1_pingpong", 64, 72, 256, 1, 1, false, false, true, Sparse24Unit::kBand},
+    {"64x88x256_c1x1_pingpong", 64, 88, 256, 1, 1, false, false, true, Sparse24Unit::kBand},
+    {"64x104x256_c1x1_pingpong", 64, 104, 256, 1, 1, false, false, true, Sparse24Unit::kBand},
 };
 inline constexpr int kSparse24NumConfigs = static_cast<int>(sizeof(kSparse24Configs) / sizeof(kSparse24Configs[0]));
 

@@ -61,6 +61,7 @@ struct Run {
       case Sparse24Unit::kStreamK: return run_sparse24_streamk_config<Out, Bias>(a, config, stream);
       case Sparse24Unit::kWide: return run_sparse24_wide_config<Out, Bias>(a, config, stream);
       case Sparse24Unit::kBetween: return run_sparse24_between_config<Out, Bias>(a, config, stream);
+      case Sparse24Unit::kBand: return run_sparse24_band_config<Out, Bias>(a, config, stream);
       case Sparse24Unit::kMain: return run_sparse24_config<Out, Bias>(a, config, stream);
       case Sparse24Unit::kSkinny: break;
     }

@@ -23,6 +23,7 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/numeric_types.h"
 #include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
+#include "kernels/sm90/sparse24/sm90_sparse24_last_column_rows.cuh"
 #include "kernels/sm90/sparse24/sparse24_launch.h"
 #include "kernels/sm90/sparse24/sm90_sparse24_two_partials.cuh"
 #include "kernels/sm90/common/clamped_token_column.cuh"
@@ -94,7 +95,9 @@ struct Sm90Sparse24Gemm {
   // stream-K may sum a tile's K range in pieces, so its rows written twice could differ in the
   // last bit, and it keeps CUTLASS's out-of-bounds tile instead.
   static constexpr bool kClampedColumn = !StreamK;
-  using CollectiveMainloop = std::conditional_t<kClampedColumn, ClampedColumnMainloop<MainloopBody>, MainloopBody>;
+  // A last token column partly past M loads only its rows of X (sm90_sparse24_last_column_rows.cuh).
+  using CollectiveMainloop = Sparse24LastColumnRowsMainloop<
+      std::conditional_t<kClampedColumn, ClampedColumnMainloop<MainloopBody>, MainloopBody>, kClampedColumn>;
   using CollectiveEpilogue = std::conditional_t<kClampedColumn, ClampedColumnEpilogue<CutlassEpilogue>, CutlassEpilogue>;
 
   // void: the default persistent scheduler (no workspace).
@@ -131,6 +134,7 @@ struct Sm90Sparse24Gemm {
     args.mainloop.ptr_E = reinterpret_cast<const typename CollectiveMainloop::ElementE*>(a.w_meta);
     args.mainloop.layout_e = SparseConfig::fill_layoutE(problem);
     if constexpr (!FastAccum) args.mainloop.mma_promotion_interval = 4;
+    args.mainloop.whole_last_tile = a.whole_last_tile;
 
     // The epilogue over tokens [first, first + m_tok): first = 0, or -shift for a clamped column.
     const auto epilogue_args = [&](int64_t first) {
@@ -259,7 +263,7 @@ size_t sparse24_streamk_unit_workspace_bytes(const Sparse24GemmArgs& a, int conf
   return sparse24_unit_workspace_bytes<Out, Bias>(a, config, std::make_integer_sequence<int, kSparse24NumConfigs>{});
 }
 
-// The wide, between and stream-K units' explicit specializations for one dtype pair.
+// The wide, between, band and stream-K units' explicit specializations for one dtype pair.
 #define QSGEMM_SPARSE24_WIDE_INSTANCE(Out, Bias)                                                      \
   template <>                                                                                         \
   void run_sparse24_wide_config<Out, Bias>(const Sparse24GemmArgs& a, int config, cudaStream_t stream) { \
@@ -269,6 +273,11 @@ size_t sparse24_streamk_unit_workspace_bytes(const Sparse24GemmArgs& a, int conf
   template <>                                                                                            \
   void run_sparse24_between_config<Out, Bias>(const Sparse24GemmArgs& a, int config, cudaStream_t stream) { \
     run_sparse24_unit<Sparse24Unit::kBetween, Out, Bias>(a, config, stream);                             \
+  }
+#define QSGEMM_SPARSE24_BAND_INSTANCE(Out, Bias)                                                      \
+  template <>                                                                                         \
+  void run_sparse24_band_config<Out, Bias>(const Sparse24GemmArgs& a, int config, cudaStream_t stream) { \
+    run_sparse24_unit<Sparse24Unit::kBand, Out, Bias>(a, config, stream);                             \
   }
 #define QSGEMM_SPARSE24_STREAMK_INSTANCE(Out, Bias)                                                       \
   template <>                                                                                             \

@@ -33,6 +33,9 @@ struct Sparse24GemmArgs {
   // [splits][m_tok][ldy], scaled and unbiased; run_splitk_reduce (kernels/sm90/common/splitk_reduce.h)
   // then writes the real output. src/sparse24.cpp sets it up.
   int splits = 1;
+  // Tuning (Sparse24Options::whole_last_tile): a last token column partly past M loads X's whole
+  // box, rows past M included, instead of its own rows only.
+  bool whole_last_tile = false;
 };
 
 // Runs CUTLASS configuration `config` (a row of kSparse24Configs, not the decode kernel). Throws qsgemm::Error when
@@ -48,6 +51,9 @@ void run_sparse24_wide_config(const Sparse24GemmArgs& a, int config, cudaStream_
 // The kBetween rows (sm90_sparse24_gemm_between_*.cu), likewise.
 template <class ElementOut, class ElementBias>
 void run_sparse24_between_config(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
+// The kBand rows (sm90_sparse24_gemm_band_*.cu), likewise.
+template <class ElementOut, class ElementBias>
+void run_sparse24_band_config(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
 // The kStreamK rows, one instantiation per output / bias dtype pair
 // (sm90_sparse24_gemm_streamk_*.cu); run_sparse24_gemm and sparse24_gemm_workspace_bytes dispatch to them.
 template <class ElementOut, class ElementBias>

@@ -68,6 +68,8 @@ struct W4A4Config {
 // (appended): 16 tokens on 32 weight rows; row 8 (appended): 8 tokens through the ring. Row 9
 // (appended): row 3 with its last token tile clamped inside L (computing tokens [L - 128, L) when L
 // leaves a partial tile): no rows past L, but 1-2 % slower on whole tiles (w4a4_wgmma_clamp_pays).
+// Rows 10-13 (appended): the band tiles, row 3 on 64, 80, 96 and 112 tokens for L <= 128 (one token
+// tile of L rounded up to 16 rows instead of 128: w4a4_wgmma_band_tile); never clamped (one tile).
 inline constexpr W4A4Config kW4A4Configs[] = {
     {"128x128x128_w2x4", 128, 128, 2, 4, 1, 3},
     {"64x128x128_w2x4", 64, 128, 2, 4, 1, 3},
@@ -79,6 +81,10 @@ inline constexpr W4A4Config kW4A4Configs[] = {
     {"decode_16x32_k8", 16, 32, 1, 1, 8, 0, W4A4Kernel::kDecode, 64},
     {"decode_8x16_k8_ring", 8, 16, 1, 1, 8, 0, W4A4Kernel::kDecode, 128},
     {"128x128x128_wgmma_coop_clamped", 128, 128, 2, 1, 1, 0, W4A4Kernel::kWgmma, 0, true},
+    {"64x128x128_wgmma_coop", 64, 128, 2, 1, 1, 0, W4A4Kernel::kWgmma},
+    {"80x128x128_wgmma_coop", 80, 128, 2, 1, 1, 0, W4A4Kernel::kWgmma},
+    {"96x128x128_wgmma_coop", 96, 128, 2, 1, 1, 0, W4A4Kernel::kWgmma},
+    {"112x128x128_wgmma_coop", 112, 128, 2, 1, 1, 0, W4A4Kernel::kWgmma},
 };
 inline constexpr int kW4A4NumConfigs = static_cast<int>(sizeof(kW4A4Configs) / sizeof(kW4A4Configs[0]));
 
@@ -121,10 +127,31 @@ void run_w4a4_gemm_f16(const W4A4GemmArgs& a, int config, cudaStream_t stream);
 void run_w4a4_gemm_f32(const W4A4GemmArgs& a, int config, cudaStream_t stream);
 // The kDecode rows, every output dtype (sm90_w4a4_decode.cu).
 void run_w4a4_decode(const W4A4GemmArgs& a, int config, cudaStream_t stream);
-// The kWgmma rows, one launcher per output dtype (sm90_w4a4_wgmma_<dtype>.cu).
+// The kWgmma rows, one launcher per output dtype (sm90_w4a4_wgmma_<dtype>.cu): the 128-token rows
+// there, the band rows (tile_m < 128) through the band launchers (sm90_w4a4_wgmma_band_<dtype>.cu).
 void run_w4a4_wgmma_bf16(const W4A4GemmArgs& a, int config, cudaStream_t stream);
 void run_w4a4_wgmma_f16(const W4A4GemmArgs& a, int config, cudaStream_t stream);
 void run_w4a4_wgmma_f32(const W4A4GemmArgs& a, int config, cudaStream_t stream);
+void run_w4a4_wgmma_band_bf16(const W4A4GemmArgs& a, int config, cudaStream_t stream);
+void run_w4a4_wgmma_band_f16(const W4A4GemmArgs& a, int config, cudaStream_t stream);
+void run_w4a4_wgmma_band_f32(const W4A4GemmArgs& a, int config, cudaStream_t stream);
+
+// The token tiles of the band rows, each instantiated in sm90_w4a4_wgmma_band_<dtype>.cu.
+inline constexpr int kW4A4BandTiles[] = {64, 80, 96, 112};
+constexpr bool w4a4_is_band_tile(int tile_m) {
+  for (int t : kW4A4BandTiles)
+    if (t == tile_m) return true;
+  return false;
+}
+// Every wgmma row is a 128-row weight tile on 128 tokens (plain or clamped) or on a band tile (plain).
+constexpr bool w4a4_wgmma_rows_instantiated() {
+  for (const W4A4Config& c : kW4A4Configs)
+    if (c.kernel == W4A4Kernel::kWgmma &&
+        (c.tile_n != 128 || !(c.tile_m == 128 || (w4a4_is_band_tile(c.tile_m) && !c.clamped))))
+      return false;
+  return true;
+}
+static_assert(w4a4_wgmma_rows_instantiated(), "a wgmma row names a tile that no launcher instantiates");
 
 // The INT4 group quantizer (sm90_w4a4_quantize.cu): x [rows][cols] (bf16/fp16/fp32, ldx elements)
 // → packed codes q [rows][cols/2] (ldq bytes), or with q_e4m3 one code per byte as e4m3 q [rows][cols],

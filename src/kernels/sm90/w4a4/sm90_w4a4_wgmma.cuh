@@ -14,8 +14,11 @@
 // GEMM orientation (operand swap, docs/formats.md §6): M = D (weight rows), N = L (tokens), K = D1;
 //   A = W1 packed INT4 [D][D1/2 bytes] as it is stored (even k in the low nibble = cutlass::int4b_t),
 //   B = X1 e4m3 codes [L][ld_x1 >= D1], D = Y [L][ld_y] row-major = the GEMM's [M,N] column-major.
-// Tile 128 (D) x 128 (L) x 128 (K), one partial tile P and one group's scales per thread: the 168
-// registers of a 384-thread CTA hold no more (ptxas: 168, no spills).
+// Tile 128 (D) x kBlkN (L) x 128 (K), one partial tile P and one group's scales per thread: at
+// kBlkN = 128 the 168 registers of a 384-thread CTA hold no more (ptxas: 168, no spills). The band
+// tiles, kBlkN = 64, 80, 96, 112, serve up to 128 tokens (one token tile): the tile holds L rounded
+// up to 16 rows, where a 128-token tile reads up to 64 rows past L, each costing more than a row inside
+// it (tuning/tune_w4a4_clamp.txt), and nothing can be clamped below 128 tokens.
 //
 // mma() (replaces the base's; TMA loads, shared storage, pipeline and mma_tail are CUTLASS's):
 //  * per K tile of 128: the four k32 blocks of A are read from shared memory (16-bit loads at offsets
@@ -79,12 +82,14 @@ struct ScaleBuffers {
 };
 inline constexpr int kScaleSmemBytes = static_cast<int>(sizeof(ScaleBuffers));
 
-// The low-rank operands of one work tile (128 weight rows, 128 tokens, up to kW4A4MaxRank), in the
-// K-major 128-byte-swizzled layout wgmma reads (LowRankLayout). One buffer: the epilogue's barriers
-// over both consumer warp groups separate a tile's reads from the next tile's copies.
+// The low-rank operands of one work tile (128 weight rows, up to 128 tokens, up to kW4A4MaxRank), in
+// the K-major 128-byte-swizzled layout wgmma reads (LowRankLayout<rows>; X2's has the tile's kBlkN
+// rows, in the first bytes of its buffer). One buffer: the epilogue's barriers over both consumer
+// warp groups separate a tile's reads from the next tile's copies.
 inline constexpr int kLowRankRows = 128;
+template <int kRows>
 using LowRankLayout = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<cutlass::bfloat16_t>{},
-                                                   cute::Shape<cute::Int<kLowRankRows>, cute::Int<kW4A4MaxRank>>{}));
+                                                   cute::Shape<cute::Int<kRows>, cute::Int<kW4A4MaxRank>>{}));
 struct LowRankBuffers {
   alignas(1024) cutlass::bfloat16_t w2[kLowRankRows * kW4A4MaxRank];  // [D rows of the tile][r]
   alignas(1024) cutlass::bfloat16_t x2[kLowRankRows * kW4A4MaxRank];  // [tokens of the tile][r]
@@ -238,7 +243,8 @@ struct W4A4Mainloop : Base {
     // column (finite, never stored). sx is stored permuted, column c = 8j + 2t + e at t·kSxPitch +
     // 2j + e, so that thread t's columns (c0 = 2t, CLayout_64xN) are contiguous; the pitch of 36
     // floats puts the four t at different banks.
-    static_assert(kBlkN == 128 && kSxPitch >= kBlkN / 4, "the sx permutation assumes 16 n8 blocks per tile");
+    static_assert(kBlkN % 16 == 0 && kBlkN <= 128 && kSxPitch >= kBlkN / 4,
+                  "the sx permutation: whole float4 of a thread's columns, at most 16 n8 blocks per tile");
     constexpr int kRowsPerWg = kBlkM / kWarpGroups;
     static_assert(kRowsPerWg == kScaleRows && kWarpGroups == kScaleWarpGroups, "one 64-row wgmma atom per warp group");
     static_assert(kScaleBuffers == 2, "the loops alternate two buffers (buf ^ 1)");
@@ -262,12 +268,15 @@ struct W4A4Mainloop : Base {
     const uint32_t sw_dst = w4a4_ptx::smem_u32(&s_sw[wg_idx][0][sw_gl][sw_r]);
     constexpr uint32_t kSxBufBytes = sizeof(s_sx[0][0]), kSxGroupBytes = sizeof(s_sx[0][0][0]);
     constexpr uint32_t kSwBufBytes = sizeof(s_sw[0][0]);
-    static_assert(kBlkN == cutlass::NumThreadsPerWarpGroup && 2 * kRowsPerWg == cutlass::NumThreadsPerWarpGroup,
-                  "one sx column per thread and group, one sw row of one of two groups per thread");
+    static_assert(kBlkN <= cutlass::NumThreadsPerWarpGroup && 2 * kRowsPerWg == cutlass::NumThreadsPerWarpGroup,
+                  "at most one sx column per thread and group, one sw row of one of two groups per thread");
+    const bool has_sx_col = kBlkN == cutlass::NumThreadsPerWarpGroup || sx_col < kBlkN;
     auto stage_scales = [&](int buf) {
-      w4a4_ptx::cp_async_4(sx_dst + buf * kSxBufBytes, sx_next);  // every K tile has a first group
-      if (groups_per_tile == 2 && g_next + 1 < ex.num_groups)
-        w4a4_ptx::cp_async_4(sx_dst + buf * kSxBufBytes + kSxGroupBytes, sx_next + ex.ld_sx);
+      if (has_sx_col) {
+        w4a4_ptx::cp_async_4(sx_dst + buf * kSxBufBytes, sx_next);  // every K tile has a first group
+        if (groups_per_tile == 2 && g_next + 1 < ex.num_groups)
+          w4a4_ptx::cp_async_4(sx_dst + buf * kSxBufBytes + kSxGroupBytes, sx_next + ex.ld_sx);
+      }
       if (sw_gl < groups_per_tile && g_next + sw_gl < ex.num_groups) w4a4_ptx::cp_async_4(sw_dst + buf * kSwBufBytes, sw_next);
       w4a4_ptx::cp_async_commit();
       sx_next += sx_step;
@@ -282,14 +291,14 @@ struct W4A4Mainloop : Base {
     };
     // ---- the low-rank operands, copied into shared memory with the first K tile's scales ----------
     // Warp group w copies W2's rows of its 64 output channels and X2's rows of tokens 64w..64w+63 of
-    // the tile (16-byte cp.async: thread = (row % 8, 16-byte chunk)); rows >= D and tokens >= L copy
-    // the last one (finite, never stored). Published before the K loop: to the own warp group by the
+    // the tile, those below kBlkN (16-byte cp.async: thread = (row % 8, 16-byte chunk)); rows >= D and
+    // tokens >= L copy the last one (finite, never stored). Published before the K loop: to the own warp group by the
     // first tile's scale barrier, to the other by the user barrier 4 + w, arrived at there and waited
     // on before the low-rank MMAs, long after (so no warp group waits on the other there). Nothing of
     // it is inside the K loop, whose code is the rank-0 kernel's.
-    Tensor sW2 = make_tensor(make_smem_ptr(shared_tensors.lowrank.w2), LowRankLayout{});
-    Tensor sX2 = make_tensor(make_smem_ptr(shared_tensors.lowrank.x2), LowRankLayout{});
-    static_assert(kBlkM == kLowRankRows && kBlkN == kLowRankRows, "the low-rank buffers hold one 128x128 tile");
+    Tensor sW2 = make_tensor(make_smem_ptr(shared_tensors.lowrank.w2), LowRankLayout<kBlkM>{});
+    Tensor sX2 = make_tensor(make_smem_ptr(shared_tensors.lowrank.x2), LowRankLayout<kBlkN>{});
+    static_assert(kBlkM == kLowRankRows && kBlkN <= kLowRankRows, "the low-rank buffers hold one tile");
     auto stage_lowrank = [&]() {
       const int chunk = wg_tid % 16, row8 = wg_tid / 16;  // 16 chunks of 8 ranks = kW4A4MaxRank
       static_assert(kW4A4MaxRank == 16 * 8, "one thread per 16-byte chunk of a 128-rank row");
@@ -299,7 +308,8 @@ struct W4A4Mainloop : Base {
           const int r = wg_idx * kRowsPerWg + 8 * q + row8;  // row of the tile
           const int m = min(m0 + r, ex.M - 1), n = min(n0 + r, ex.N - 1);
           w4a4_ptx::cp_async_16(w4a4_ptx::smem_u32(&sW2(r, 8 * chunk)), ex.w2 + static_cast<int64_t>(m) * ex.ld_w2 + 8 * chunk, 16);
-          w4a4_ptx::cp_async_16(w4a4_ptx::smem_u32(&sX2(r, 8 * chunk)), ex.x2 + static_cast<int64_t>(n) * ex.ld_x2 + 8 * chunk, 16);
+          if (kBlkN == kLowRankRows || r < kBlkN)
+            w4a4_ptx::cp_async_16(w4a4_ptx::smem_u32(&sX2(r, 8 * chunk)), ex.x2 + static_cast<int64_t>(n) * ex.ld_x2 + 8 * chunk, 16);
         }
       }
       w4a4_ptx::cp_async_commit();
@@ -491,8 +501,9 @@ struct W4A4Mainloop : Base {
     // group runs or is promoted.
     if (ex.rank > 0) {
       cutlass::arch::NamedBarrier::sync(2 * cutlass::NumThreadsPerWarpGroup, 4 + (wg_idx ^ 1));
-      using LowRankMma = decltype(make_tiled_mma(
-          SM90_64x128x16_F32BF16BF16_SS<GMMA::Major::K, GMMA::Major::K>{}, Layout<Shape<Int<kWarpGroups>, _1, _1>>{}));
+      using LowRankAtom = decltype(GMMA::ss_op_selector<cutlass::bfloat16_t, cutlass::bfloat16_t, float,
+                                                        Shape<_64, Int<kBlkN>, _16>, GMMA::Major::K, GMMA::Major::K>());
+      using LowRankMma = decltype(make_tiled_mma(LowRankAtom{}, Layout<Shape<Int<kWarpGroups>, _1, _1>>{}));
       static_assert(is_same_v<decltype(partition_fragment_C(LowRankMma{}, take<0, 2>(TileShape{})).layout()),
                               decltype(accum.layout())>,
                     "the low-rank wgmma accumulates into the main accumulators' layout");
@@ -527,11 +538,12 @@ struct CutlassType<__half> {
   using type = cutlass::half_t;
 };
 
-// One kernel per output dtype and kClamped: tile 128 (D) x 128 (L) x 128 (K), cooperative, persistent.
-template <class OutT, bool kClamped>
+// One kernel per output dtype, kClamped and token tile: 128 (D) x kTileN (L) x 128 (K), cooperative,
+// persistent.
+template <class OutT, bool kClamped, int kTileN = 128>
 struct W4A4WgmmaGemm {
   using ElementD = typename CutlassType<OutT>::type;
-  using TileShape = cute::Shape<cute::_128, cute::_128, cute::_128>;
+  using TileShape = cute::Shape<cute::_128, cute::Int<kTileN>, cute::_128>;
   using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
   using ElementCompute = float;
   static constexpr int kAlignmentD = 128 / cutlass::sizeof_bits<ElementD>::value;  // 16 bytes
@@ -647,19 +659,37 @@ struct W4A4WgmmaGemm {
   }
 };
 
-// Runs the kWgmma row `config` (plain or clamped) for output dtype OutT.
+// Runs the 128-token kWgmma row `config` (plain or clamped) for output dtype OutT
+// (sm90_w4a4_wgmma_<dtype>.cu).
 template <class OutT>
 void run_wgmma(const W4A4GemmArgs& a, int config, cudaStream_t stream) {
-  constexpr int kPlain = w4a4_named("128x128x128_wgmma_coop"), kClampedRow = w4a4_named("128x128x128_wgmma_coop_clamped");
-  static_assert(kPlain >= 0 && kClampedRow >= 0 && !kW4A4Configs[kPlain].clamped && kW4A4Configs[kClampedRow].clamped,
-                "the two wgmma rows");
-  static_assert(kW4A4Configs[kPlain].tile_m == 128 && kW4A4Configs[kPlain].tile_n == 128 &&
-                    kW4A4Configs[kClampedRow].tile_m == 128 && kW4A4Configs[kClampedRow].tile_n == 128,
-                "the wgmma rows are the 128x128 tile instantiated here");
-  if (kW4A4Configs[config].clamped)
-    W4A4WgmmaGemm<OutT, true>::run(a, kW4A4Configs[config].label, stream);
+  const W4A4Config& c = kW4A4Configs[config];
+  if (c.tile_m != 128)
+    detail::fail("w4a4_linear", Status::kInternal, "",
+                 detail::cat("config ", c.label, ": the 128-token launcher got a ", c.tile_m, "-token tile"));
+  if (c.clamped)
+    W4A4WgmmaGemm<OutT, true>::run(a, c.label, stream);
   else
-    W4A4WgmmaGemm<OutT, false>::run(a, kW4A4Configs[config].label, stream);
+    W4A4WgmmaGemm<OutT, false>::run(a, c.label, stream);
+}
+
+// Runs the band row `config` (tile_m one of kW4A4BandTiles) for output dtype OutT
+// (sm90_w4a4_wgmma_band_<dtype>.cu).
+template <class OutT>
+void run_wgmma_band(const W4A4GemmArgs& a, int config, cudaStream_t stream) {
+  static_assert(sizeof(kW4A4BandTiles) / sizeof(kW4A4BandTiles[0]) == 4 && kW4A4BandTiles[0] == 64 &&
+                    kW4A4BandTiles[1] == 80 && kW4A4BandTiles[2] == 96 && kW4A4BandTiles[3] == 112,
+                "the band tiles instantiated below");
+  const W4A4Config& c = kW4A4Configs[config];
+  switch (c.tile_m) {
+    case 64: return W4A4WgmmaGemm<OutT, false, 64>::run(a, c.label, stream);
+    case 80: return W4A4WgmmaGemm<OutT, false, 80>::run(a, c.label, stream);
+    case 96: return W4A4WgmmaGemm<OutT, false, 96>::run(a, c.label, stream);
+    case 112: return W4A4WgmmaGemm<OutT, false, 112>::run(a, c.label, stream);
+    default:
+      detail::fail("w4a4_linear", Status::kInternal, "",
+                   detail::cat("config ", c.label, ": no band launcher for a ", c.tile_m, "-token tile"));
+  }
 }
 
 }  // namespace qsgemm::kernels::sm90_w4a4_wgmma
