@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One device call for the branches of docs/experiments/pending.md (built from `next/device-batch`,
-# which merges them all, and staged with scripts/stage_device.sh): the whole GPU suite,
-# compute-sanitizer on the new tests, then the probes that decide each merge, each bounded in time.
+# One device call for docs/experiments/pending.md (main's build, staged with scripts/stage_device.sh):
+# the whole GPU suite, compute-sanitizer on the newest tests, then the probes of the last token
+# tile's rows, the band tiles and the x-block copy that the refits there need, each bounded in time.
 #   usage: scripts/probe_pending.sh OUT_DIR [BIN_DIR=.carry]      (about 590 s; 8 files)
 # Then, here: scripts/tune_ab.py OUT_DIR/tune_*_rows.jsonl (the last token tile's rows against its
 # whole box, log §32), scripts/tune_regret.py on every tune_*.jsonl (the heuristic's picks), and
