@@ -281,12 +281,19 @@ def _library_x1_e4m3():
 
 def test_x1_staging_matches_the_library():
     library_pick = _library_x1_e4m3()
-    wgmma_rows = {}  # clamped last token tile or not -> the library's configurations
+    # The wgmma rows the library runs for e4m3 X1: up to 112 tokens the narrowest band tile that holds
+    # them (kW4A4BandTiles), above that the 128-token tile, its last tile clamped or not.
+    band_tiles = (64, 80, 96, 112)
+    wgmma_rows = {}  # ("band", tile) / clamped last token tile or not -> the library's configurations
 
     def library(M, N, K, group, sm):
         e4m3, config = library_pick(M, N, K, group, sm)
         if e4m3:
-            wgmma_rows.setdefault(_ops_w4a4._wgmma_clamp_pays(M), set()).add(config)
+            if M <= band_tiles[-1]:
+                key = ("band", next(t for t in band_tiles if M <= t))
+            else:
+                key = _ops_w4a4._wgmma_clamp_pays(M)
+            wgmma_rows.setdefault(key, set()).add(config)
         return e4m3
 
     layers = [(4096, 4096), (28672, 4096), (4096, 14336), (10240, 8192), (57344, 8192), (8192, 28672),
@@ -301,8 +308,11 @@ def test_x1_staging_matches_the_library():
                     assert e4m3 == library(M, N, K, group, sm), (M, N, K, group, sm)
                     picks.add(e4m3)
     assert picks == {True, False}
-    # The wgmma kernel with its last token tile clamped where the mirror says so (one row each way).
-    assert len(wgmma_rows[True]) == 1 and len(wgmma_rows[False]) == 1 and wgmma_rows[True] != wgmma_rows[False]
+    # The wgmma kernel with its last token tile clamped where the mirror says so (one row each way),
+    # one band row per band tile met, every row a different configuration.
+    assert True in wgmma_rows and False in wgmma_rows and ("band", 80) in wgmma_rows
+    assert all(len(rows) == 1 for rows in wgmma_rows.values()), wgmma_rows
+    assert len(set.union(*wgmma_rows.values())) == len(wgmma_rows), wgmma_rows
     # The model's shape: a weight stream up to 16 tokens; the wgmma kernel on a wide layer from 80
     # tokens at group 64 (65 on), a narrow one keeps the decode row to 175; every layer e4m3 above 256.
     assert not ops.w4a4_x1_e4m3(16, 57344, 8192) and not ops.w4a4_x1_e4m3(64, 57344, 8192)
