@@ -23,7 +23,7 @@ q=$B/qsgemm; tmp=$(mktemp -d)
 el() { echo $(( $(date +%s) - t0 )); }
 left() { [ "$(el)" -lt "$1" ]; }
 # A family whose token-row test did not pass (failed or out of time) is probed with the whole box
-# only, so the other branches' probes still return figures.
+# only, so the other probes still return figures.
 rows_flag() {
   if grep -q "^\[       OK \] $1 (" "$out/tests.txt" 2>/dev/null; then echo --whole-last-tile
   else echo "$1 did not pass: its family's probes time the whole box only" >> "$out/summary.txt"

@@ -162,26 +162,24 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
     std::fprintf(stderr, "qsgemm tune: --split-k applies to the CUTLASS configurations, not with --skinny-clusters\n");
     return 2;
   }
-  if (splitting) {
-    std::vector<int> splits;
-    if (!parse_int_list(v, 1, 17, "--split-k", "a split", &splits)) return 2;
-    std::vector<int> configs = so.only;
-    if (configs.empty())
-      for (int i = 0; i < blockwise_num_configs(); ++i) configs.push_back(i);
-    for (int c : configs)
-      if (c != skinny && blockwise_config_supports(c, gx, gw))
-        for (int s : splits) items.push_back({c, s});
-    so.only.clear();
-  } else if (clusters) {
-    for (int i = 0; i < 4; ++i) items.push_back({skinny, 0});
+  if (clusters) {
+    for (int i = 0; i < 4; ++i) items.push_back({skinny, 0});  // so.only: cluster indices
   } else {
-    // The items are --configs' configurations themselves (so.only would filter items by position,
-    // which leaves out the --whole-last-tile twins appended below).
+    // The items are --configs' configurations themselves (so.only would filter the items by
+    // position, which leaves out the splits and the --whole-last-tile twins appended below).
     std::vector<int> configs = so.only;
     if (configs.empty())
       for (int i = 0; i < blockwise_num_configs(); ++i) configs.push_back(i);
-    for (int c : configs) items.push_back({c, 0});
     so.only.clear();
+    if (splitting) {
+      std::vector<int> splits;
+      if (!parse_int_list(v, 1, 17, "--split-k", "a split", &splits)) return 2;
+      for (int c : configs)
+        if (c != skinny && blockwise_config_supports(c, gx, gw))
+          for (int s : splits) items.push_back({c, s});
+    } else {
+      for (int c : configs) items.push_back({c, 0});
+    }
   }
   // One workspace for every item, the largest any needs: a split's slices, and for x blocks beyond
   // 128 tokens on a tile of 1x128 groups their expanded copy (timed with the GEMM). A split the
