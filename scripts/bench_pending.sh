@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One device call for docs/experiments/pending.md, steps 1-2, on an H200: the sparse users grid
+# (through scripts/device_check.sh: info, `qsgemm verify`, the bench, the cliff check), the sparse
+# and blockwise sweeps (the partial-K pair too), then the probes the refits need: the blockwise last
+# token tile's rows against its whole box at 1-200 tokens, and the W4A4 64-token band tile against
+# the int4 kernels at 33-64 tokens. Each step starts only while its estimate fits the call's 600 s.
+#   usage: scripts/bench_pending.sh OUT_DIR [BIN_DIR=.carry]        (about 500 s; 8 files)
+# Then, here: scripts/splice_bench.py / scripts/check_cliffs.py on the JSON files, scripts/tune_ab.py
+# on tune_blockwise_rows.jsonl (the rows against their `_wholelast` twins), scripts/tune_regret.py.
+set -uo pipefail
+out="${1:?usage: bench_pending.sh OUT_DIR [BIN_DIR]}"
+B="${2:-.carry}"
+t0=$(date +%s)
+el() { echo $(( $(date +%s) - t0 )); }
+# fits EST: true while EST more seconds end before 585 s from the start.
+fits() { [ $(( $(el) + $1 )) -lt 585 ]; }
+STEPS=info,bench BENCH=sparse24 CLIFFS_FAIL=0 BENCH_TIMEOUT=260 "$(dirname "$0")/device_check.sh" "$out" "$B"
+checks=$?
+export LD_LIBRARY_PATH="$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export QSGEMM_GIT_COMMIT="$(cat "$B/COMMIT" 2>/dev/null || echo unknown)"
+q=$B/qsgemm
+log="$out/log.txt"
+cat "$out/bench_sparse24.txt" >> "$log" 2>/dev/null && rm -f "$out/bench_sparse24.txt"
+sweep() {  # sweep NAME EST ARGS...: one `bench --sweep` into OUT/NAME.json, when EST seconds fit
+  local name=$1 est=$2; shift 2
+  fits "$est" || { echo "skipped $name ($(el) s)" | tee -a "$out/summary.txt"; return; }
+  local d; d=$(mktemp -d)
+  timeout $(( 585 - $(el) )) "$q" bench "$@" --sweep --sweep-step 1.1 --graph --out "$d" >> "$log" 2>&1
+  echo "$name: rc=$? ($(el) s)" | tee -a "$out/summary.txt"
+  mv "$d"/*_sweep.json "$out/$name.json" 2>/dev/null
+  python3 scripts/check_cliffs.py "$out/$name.json" --max-list 20 >> "$out/summary.txt" 2>&1
+}
+sweep sparse24_sweep 110 sparse24
+sweep blockwise_sweep 90 blockwise
+# Blockwise at 1-200 tokens: the last token tile's rows against its whole box (twins `_wholelast`).
+for m in 1 16 48 96 160 8 32 200; do
+  for nk in 10240x8192 57344x8192 8192x28672 2112x7168 28672x4096; do fits 70 || break
+    timeout 30 "$q" tune blockwise --m $m --n "${nk%x*}" --k "${nk#*x}" --whole-last-tile --interleave \
+      --configs 64x128x128_c1x1_pingpong,128x128x128_c1x1_coop,skinny_m32_splitk,64x128x128_c1x1_pingpong_clamped,128x128x128_c1x1_coop_clamped \
+      --json "$out/tune_blockwise_rows.jsonl" >> "$log" 2>&1
+  done; done
+echo "blockwise rows probe ($(el) s)" | tee -a "$out/summary.txt"
+# W4A4 at 33-64 tokens: the 64-token band tile against the int4 kernels the heuristic runs there.
+for nk in 59136x8192 27648x5120 14336x4096; do for g in 64 128; do
+  for m in 36 40 44 48 52 56 60 64; do fits 65 || break
+    timeout 20 "$q" tune w4a4 --m $m --n "${nk%x*}" --k "${nk#*x}" --rank 64 --group $g --interleave \
+      --configs decode_32x32_k8,32x64x128_w1x4,64x128x128_wgmma_coop,128x128x128_wgmma_coop \
+      --json "$out/tune_w4a4_band64.jsonl" >> "$log" 2>&1
+  done; done; done
+echo "w4a4 probe ($(el) s)" | tee -a "$out/summary.txt"
+sweep blockwise_sweep_partialk 62 blockwise --sweep-layers partialk.4096x14352,l3-8b.down,partialk.4096x4112,l3-8b.o
+tail -c 4000000 "$log" > "$log.t" && mv "$log.t" "$log"
+exit "$checks"
