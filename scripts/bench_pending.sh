@@ -41,10 +41,11 @@ for m in 1 16 48 96 160 8 32 200; do
   done; done
 echo "blockwise rows probe ($(el) s)" | tee -a "$out/summary.txt"
 # W4A4 at 33-64 tokens: the 64-token band tile against the int4 kernels the heuristic runs there.
-for nk in 59136x8192 27648x5120 14336x4096; do for g in 64 128; do
-  for m in 36 40 44 48 52 56 60 64; do fits 65 || break
+# Layers of other models than the bench's (the fit's); the bench's layers then check the rule.
+for nk in 27648x5120 14336x4096 18944x3584 5120x13824; do for g in 64 128; do
+  for m in 36 40 48 56 64; do fits 65 || break
     timeout 20 "$q" tune w4a4 --m $m --n "${nk%x*}" --k "${nk#*x}" --rank 64 --group $g --interleave \
-      --configs decode_32x32_k8,32x64x128_w1x4,64x128x128_wgmma_coop,128x128x128_wgmma_coop \
+      --configs decode_16x16_k8,decode_32x32_k8,32x64x128_w1x4,64x128x128_wgmma_coop,128x128x128_wgmma_coop \
       --json "$out/tune_w4a4_band64.jsonl" >> "$log" 2>&1
   done; done; done
 echo "w4a4 probe ($(el) s)" | tee -a "$out/summary.txt"
