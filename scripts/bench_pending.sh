@@ -5,6 +5,8 @@
 # token tile's rows against its whole box at 1-200 tokens, and the W4A4 64-token band tile against
 # the int4 kernels at 33-64 tokens. Each step starts only while its estimate fits the call's 600 s.
 #   usage: scripts/bench_pending.sh OUT_DIR [BIN_DIR=.carry]        (about 500 s; 8 files)
+#   env:   PART=2  the second call instead: the blockwise users grid (--all-combos) and the W4A4
+#                  rows at 24-128 tokens on the bench's layers (about 560 s; 5 files)
 # Then, here: scripts/splice_bench.py / scripts/check_cliffs.py on the JSON files, scripts/tune_ab.py
 # on tune_blockwise_rows.jsonl (the rows against their `_wholelast` twins), scripts/tune_regret.py.
 set -uo pipefail
@@ -14,12 +16,23 @@ t0=$(date +%s)
 el() { echo $(( $(date +%s) - t0 )); }
 # fits EST: true while EST more seconds end before 585 s from the start.
 fits() { [ $(( $(el) + $1 )) -lt 585 ]; }
-STEPS=info,bench BENCH=sparse24 CLIFFS_FAIL=0 BENCH_TIMEOUT=260 "$(dirname "$0")/device_check.sh" "$out" "$B"
-checks=$?
 export LD_LIBRARY_PATH="$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export QSGEMM_GIT_COMMIT="$(cat "$B/COMMIT" 2>/dev/null || echo unknown)"
 q=$B/qsgemm
 log="$out/log.txt"
+if [ "${PART:-1}" = 2 ]; then
+  # Part 2: the blockwise users grid (every scale family), then the W4A4 rows at 24-128 tokens on
+  # the bench's layers (the band tiles and the staging rule, against the fit's layers of part 1).
+  STEPS=info,bench BENCH=blockwise CLIFFS_FAIL=0 BENCH_TIMEOUT=480 "$(dirname "$0")/device_check.sh" "$out" "$B"
+  checks=$?
+  cat "$out/bench_blockwise.txt" >> "$log" 2>/dev/null && rm -f "$out/bench_blockwise.txt"
+  fits 40 && timeout $(( 585 - $(el) )) "$q" bench w4a4 --graph --ranks 64 --ms 24,32,36,40,48,56,64,72,80,96,112,128 \
+    --layers seed,l3-8b.gate_up,l3-8b.down,l3-70b.qkv,l3-70b.gate_up,l3-70b.down --json "$out/w4a4_band.json" >> "$log" 2>&1
+  echo "w4a4 band bench: rc=$? ($(el) s)" | tee -a "$out/summary.txt"
+  exit "$checks"
+fi
+STEPS=info,bench BENCH=sparse24 CLIFFS_FAIL=0 BENCH_TIMEOUT=260 "$(dirname "$0")/device_check.sh" "$out" "$B"
+checks=$?
 cat "$out/bench_sparse24.txt" >> "$log" 2>/dev/null && rm -f "$out/bench_sparse24.txt"
 sweep() {  # sweep NAME EST ARGS...: one `bench --sweep` into OUT/NAME.json, when EST seconds fit
   local name=$1 est=$2; shift 2
