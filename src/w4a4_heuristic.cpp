@@ -27,13 +27,18 @@ double w4a4_decode32_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int
                                  (m.decode_us_per_row_sm + static_cast<double>(D1) * m.decode_us_per_elem_sm);
 }
 
-double w4a4_wgmma_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group) {
+double w4a4_wgmma_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group, int64_t token_tile) {
   const W4A4CostModel& m = cost_model(group);
-  const int64_t token_tiles = ceil_div(L, 128);
+  // The token tile the e4m3 staging runs (w4a4_choose_for_x1): a band tile up to kW4A4BandMaxL.
+  const int band = w4a4_wgmma_band_config(L);
+  const int64_t tile = token_tile > 0 ? token_tile : band >= 0 ? kW4A4Configs[band].tile_m : 128;
+  const double share = kW4A4BandFixedShare + (1.0 - kW4A4BandFixedShare) * static_cast<double>(tile) / 128.0;
+  const int64_t token_tiles = ceil_div(L, tile);
   const double waves = static_cast<double>(ceil_div(token_tiles * ceil_div(D, 128), sm_count));
-  const double oob = w4a4_wgmma_clamp_pays(L) ? 0.0 : static_cast<double>(token_tiles * 128 - L) / 128.0;
+  const double oob = (tile == 128 && w4a4_wgmma_clamp_pays(L)) ? 0.0 : static_cast<double>(token_tiles * tile - L) / 128.0;
   const double ktiles = static_cast<double>(ceil_div(D1, 128));
-  return m.wgmma_fixed_us + waves * (m.wgmma_wave_us + ktiles * (m.wgmma_ktile_us + m.wgmma_ktile_oob_us * oob));
+  return m.wgmma_fixed_us +
+         waves * (m.wgmma_wave_us + ktiles * (m.wgmma_ktile_us * share + m.wgmma_ktile_oob_us * oob));
 }
 
 double w4a4_small_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group) {

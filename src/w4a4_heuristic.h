@@ -56,9 +56,14 @@ bool w4a4_wgmma_clamp_pays(int64_t L);
 // rows past L. The 128-token tile reads up to 127 there, a TMA box's rows past the tensor each costing more than a row
 // inside it (a 24-token tile at group 64 took 1.2x a full one; 80 tokens on the bench's gate_up layers
 // 1.05-1.12x the time of 128 tokens, w4a4.json); nothing can be clamped below 128 tokens. 113..128
-// tokens keep the 128-token tile (at most 15 rows past L). A first rule, not yet timed on the GPU;
-// the cost model's wgmma estimate below is still the 128-token tile's (the staging choice unchanged).
+// tokens keep the 128-token tile (at most 15 rows past L).
 inline constexpr int64_t kW4A4BandMaxL = 112;
+// A band tile of b rows takes kW4A4BandFixedShare + (1 - it) · b/128 of the 128-token tile's time per
+// K tile: the weight's 128 rows are streamed and widened to e4m3 whatever b is, the MMA's rows scale
+// with b (bench/results/h100/tuning/tune_w4a4_band_tiles.jsonl, an H100: each band tile at its own
+// width took 0.80-0.87 (64), 0.85-0.90 (80), 0.91-0.93 (96), 0.98-1.00 (112) of the 128-token tile's
+// time at 128 tokens on three layers of other models than the bench's, both groups).
+inline constexpr double kW4A4BandFixedShare = 0.6;
 static_assert(kW4A4BandMaxL == kW4A4BandTiles[3], "the widest band tile");
 // The band row for L tokens; -1 above kW4A4BandMaxL.
 int w4a4_wgmma_band_config(int64_t L);
@@ -80,11 +85,13 @@ inline constexpr int64_t kW4A4ModelMaxL = 256;
 //    decode_us_per_elem_sm); the per-row term (each block's rows end in a reduction, a promotion and
 //    a store) makes a long row cheaper per element (without it: 6.5 / 8.1 % RMS, and 13-20 % too
 //    high on the bench's layers of D1 >= 8192, tune_w4a4_clamp.txt);
-//  * the wgmma kernel runs 128x128 work tiles in waves of one per SM (persistent, no K split, so a
-//    layer of few 128-row tiles leaves SMs idle): wgmma_fixed_us + waves · (wgmma_wave_us + ceil(D1/128)
-//    · (wgmma_ktile_us + wgmma_ktile_oob_us · oob)), oob the fraction of the last token tile past L
-//    (a TMA box's rows past the tensor cost more than rows inside it: at group 64 a 24-token tile
-//    takes 1.2x a full one), 0 where the clamped row runs (w4a4_wgmma_clamp_pays);
+//  * the wgmma kernel runs b x 128 work tiles (b the token tile it runs: the band tile up to
+//    kW4A4BandMaxL tokens, else 128) in waves of one per SM (persistent, no K split, so a layer of few
+//    128-row tiles leaves SMs idle): wgmma_fixed_us + waves · (wgmma_wave_us + ceil(D1/128) ·
+//    (wgmma_ktile_us · share(b) + wgmma_ktile_oob_us · oob)), share(b) the band tile's part of a
+//    128-token tile's K tile (kW4A4BandFixedShare), oob the rows of the last token tile past L over
+//    128 (a TMA box's rows past the tensor cost more than rows inside it: at group 64 a 24-token
+//    128-row tile takes 1.2x a full one), 0 where the clamped row runs (w4a4_wgmma_clamp_pays);
 //  * the 32x64 tile (group 128 only: at group 64 it was never the fastest of the three), c = its
 //    ceil(L/32)·ceil(D/64) CTAs, four per SM: small_fixed_us + c·D1/sm_count · small_us_per_cta_k +
 //    ceil(c / (4·sm_count)) · D1 · small_us_per_wave_k.
@@ -100,7 +107,8 @@ inline constexpr W4A4CostModel kW4A4CostGroup128{13.21, 2.79e-5, 3.80e-2, 4.375,
                                                  true,  8.097,   1.0724e-3, 2.502e-3};
 // The model's estimates (group 64 or 128; any other group uses group 64's constants).
 double w4a4_decode32_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group);
-double w4a4_wgmma_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group);
+// token_tile: the wgmma kernel's token tile (64, 80, 96, 112 or 128); 0: the one the e4m3 staging runs.
+double w4a4_wgmma_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group, int64_t token_tile = 0);
 // The 32x64 tile's; +infinity where it is not a candidate (group 64).
 double w4a4_small_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int group);
 // Whether the heuristic stages X1 as e4m3 codes for the wgmma kernel: L > kW4A4ModelMaxL, or L > 16

@@ -44,8 +44,8 @@ W4A4_MAX_RANK = 128
 # The staging the library's heuristic reads (src/w4a4_heuristic.h, w4a4_prefers_e4m3), mirrored here
 # so that it runs at trace time (torch.compile, symbolic M): packed INT4 up to 16 tokens; from 17 a cost
 # model of the packed-X1 kernels (the decode row; at group 128 also the mma.sync 32x64 tile) and the
-# wgmma kernel, in µs on the H200 per group (the constants of kW4A4CostGroup64/128; no rows past M where
-# the library clamps the wgmma kernel's last token tile); e4m3 codes for the wgmma kernel above 256
+# wgmma kernel, in µs on the H200 per group (the constants of kW4A4CostGroup64/128; the band tile up to
+# 112 tokens; no rows past M where the library clamps the wgmma kernel's last token tile); e4m3 codes for the wgmma kernel above 256
 # tokens. The library runs either staging; this only picks the faster one.
 # test_w4a4_ops_cpu.py checks it against libqsgemm's own function.
 W4A4_MODEL_MAX_L = 256
@@ -58,6 +58,10 @@ _ops = torch.ops.qsgemm
 
 
 _W4A4_CLAMP_MIN_OOB_PER_TILE = 0.03
+# kW4A4BandTiles and kW4A4BandFixedShare: up to 112 tokens the wgmma kernel runs the narrowest band
+# tile that holds M, a K tile of which costs share(tile) of the 128-token tile's.
+_W4A4_BAND_TILES = (64, 80, 96, 112)
+_W4A4_BAND_FIXED_SHARE = 0.6
 
 
 def _wgmma_clamp_pays(M: int) -> bool:
@@ -88,10 +92,13 @@ def w4a4_x1_e4m3(M: int, N: int, K: int, group: int = 64, sm_count: int = 132) -
         ctas = _ceil_div(M, 32) * _ceil_div(N, 64)
         s = small[0] + ctas * K / sm_count * small[1] + _ceil_div(ctas, 4 * sm_count) * K * small[2]
         packed = min(packed, s)
-    tiles = _ceil_div(M, 128)
+    # The token tile the e4m3 staging runs: the narrowest band tile that holds M up to 112 tokens.
+    tile = next((t for t in _W4A4_BAND_TILES if M <= t), 128)
+    share = _W4A4_BAND_FIXED_SHARE + (1 - _W4A4_BAND_FIXED_SHARE) * tile / 128
+    tiles = _ceil_div(M, tile)
     waves = _ceil_div(tiles * _ceil_div(N, 128), sm_count)
-    oob = 0.0 if _wgmma_clamp_pays(M) else (tiles * 128 - M) / 128
-    wgmma = wg_fixed + waves * (wg_wave + _ceil_div(K, 128) * (wg_ktile + wg_oob * oob))
+    oob = 0.0 if _wgmma_clamp_pays(M) else (tiles * tile - M) / 128
+    wgmma = wg_fixed + waves * (wg_wave + _ceil_div(K, 128) * (wg_ktile * share + wg_oob * oob))
     return wgmma < packed
 
 

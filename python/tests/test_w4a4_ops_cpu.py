@@ -313,9 +313,11 @@ def test_x1_staging_matches_the_library():
     assert True in wgmma_rows and False in wgmma_rows and ("band", 80) in wgmma_rows
     assert all(len(rows) == 1 for rows in wgmma_rows.values()), wgmma_rows
     assert len(set.union(*wgmma_rows.values())) == len(wgmma_rows), wgmma_rows
-    # The model's shape: a weight stream up to 16 tokens; the wgmma kernel on a wide layer from 80
-    # tokens at group 64 (65 on), a narrow one keeps the decode row to 175; every layer e4m3 above 256.
-    assert not ops.w4a4_x1_e4m3(16, 57344, 8192) and not ops.w4a4_x1_e4m3(64, 57344, 8192)
+    # The model's shape: a weight stream up to 16 tokens; the wgmma kernel on a wide layer from 33
+    # tokens at group 64 (its 64-token band tile), a narrow one keeps the decode row to 175; every
+    # layer e4m3 above 256.
+    assert not ops.w4a4_x1_e4m3(16, 57344, 8192) and not ops.w4a4_x1_e4m3(32, 57344, 8192)
+    assert ops.w4a4_x1_e4m3(33, 57344, 8192) and ops.w4a4_x1_e4m3(64, 57344, 8192)
     assert ops.w4a4_x1_e4m3(80, 57344, 8192) and not ops.w4a4_x1_e4m3(175, 3584, 18944)
     assert all(ops.w4a4_x1_e4m3(257, N, K) for N, K in layers)
     assert ops.w4a4_sm_count(torch.device("cpu")) == 132

@@ -412,19 +412,25 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
     EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, 128), small) << L;
     EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 0, 132, 128), d32) << L;
   }
-  for (int64_t L : {33, 40, 48}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132), d16) << L;
-  EXPECT_EQ(w4a4_choose_config(49, 57344, 8192, 0, 132), d32);
-  // The cost model (fit points of tuning/tune_w4a4_band_model.txt, group 64): on 57344x8192 (3.5
-  // waves of 128-row tiles) the wgmma kernel from 80 tokens (its 80-token band tile there); on
-  // 3584x18944 (28 tiles) never below 176.
-  for (int64_t L : {64}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), d32) << L;
+  // Where the model keeps packed X1 at 33..48 tokens (a narrow layer), group 64: the 16-token row.
+  for (int64_t L : {33, 40, 48}) {
+    EXPECT_EQ(w4a4_choose_config(L, 4096, 4096, 0, 132), d16) << L;
+    EXPECT_EQ(kernels::w4a4_choose_for_x1(L, 57344, 8192, 0, 132, DType::kI4x2), d16) << L;
+  }
+  EXPECT_EQ(w4a4_choose_config(49, 4096, 4096, 0, 132), d32);
+  // The cost model (fit points of tuning/tune_w4a4_band_model.txt, group 64, and the band tiles' share):
+  // on 57344x8192 (3.5 waves of 128-row tiles) the wgmma kernel from 33 tokens (its 64-token band
+  // tile up to 64, the 80-token one above); on 3584x18944 (28 tiles) never below 176.
+  for (int64_t L : {32}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), d32) << L;
+  for (int64_t L : {33, 40, 48, 64}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), band64) << L;
   EXPECT_EQ(w4a4_choose_config(80, 57344, 8192, 64, 132), band80);
   for (int64_t L : {128, 2048}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), wg) << L;
   for (int64_t L : {129, 175, 176}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 64, 132), wgc) << L << ": clamped";
   for (int64_t L : {64, 128, 160, 175}) EXPECT_EQ(w4a4_choose_config(L, 3584, 18944, 64, 132), d32) << L;
-  // At group 128 the wgmma kernel's promotion costs half: on 57344x8192 from 80 tokens, the 32x64 tile
-  // before; a narrow layer keeps the decode row to 128 tokens.
-  for (int64_t L : {33, 64}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, 128), small) << L;
+  // At group 128 the wgmma kernel's promotion costs half: on 57344x8192 from 33 tokens (band tiles),
+  // the 32x64 tile before; a narrow layer keeps the decode row to 128 tokens.
+  EXPECT_EQ(w4a4_choose_config(32, 57344, 8192, 0, 132, 128), small);
+  for (int64_t L : {33, 64}) EXPECT_EQ(w4a4_choose_config(L, 57344, 8192, 0, 132, 128), band64) << L;
   EXPECT_EQ(w4a4_choose_config(80, 57344, 8192, 0, 132, 128), band80);
   EXPECT_EQ(w4a4_choose_config(128, 57344, 8192, 0, 132, 128), wg);
   EXPECT_EQ(w4a4_choose_config(176, 57344, 8192, 0, 132, 128), wgc);
@@ -530,9 +536,24 @@ TEST(W4A4Heuristic, CostModel) {
                          Point{128, 14336, 4096, 128, 80.6, 34.1}, Point{176, 57344, 8192, 128, 662.7, 374.8},
                          Point{208, 4096, 14336, 64, 114.7, 134.0}}) {
     const double decode = w4a4_decode32_cost_us(p.L, p.D, p.D1, 132, p.group);
-    const double wgmma = w4a4_wgmma_cost_us(p.L, p.D, p.D1, 132, p.group);
+    const double wgmma = w4a4_wgmma_cost_us(p.L, p.D, p.D1, 132, p.group, 128);  // timed on the 128-token tile
     EXPECT_NEAR(decode / p.decode_us, 1.0, 0.15) << p.D << "x" << p.D1 << " L=" << p.L;
     EXPECT_NEAR(wgmma / p.wgmma_us, 1.0, 0.15) << p.D << "x" << p.D1 << " L=" << p.L;
+    if (p.L > kernels::kW4A4BandMaxL) EXPECT_EQ(w4a4_wgmma_cost_us(p.L, p.D, p.D1, 132, p.group), wgmma);
+  }
+  // The band tiles against the 128-token tile, each on its own width of tokens (an H100,
+  // bench/results/h100/tuning/tune_w4a4_band_tiles.jsonl; the ratio, not the µs): within 5 %.
+  struct Band {
+    int64_t b, D, D1;
+    int group;
+    double ratio;  // time(band tile at b tokens) / time(128-token tile at 128 tokens)
+  };
+  for (const Band& p : {Band{64, 59136, 8192, 64, 243.4 / 303.1}, Band{80, 59136, 8192, 64, 257.2 / 303.1},
+                        Band{96, 27648, 5120, 64, 91.2 / 98.9}, Band{64, 27648, 5120, 128, 65.0 / 77.7},
+                        Band{112, 14336, 4096, 128, 34.9 / 35.0}}) {
+    const double r = w4a4_wgmma_cost_us(p.b, p.D, p.D1, 132, p.group) / w4a4_wgmma_cost_us(128, p.D, p.D1, 132, p.group);
+    EXPECT_NEAR(r / p.ratio, 1.0, 0.05) << p.D << "x" << p.D1 << " band " << p.b << " group " << p.group;
+    EXPECT_LT(w4a4_wgmma_cost_us(p.b, p.D, p.D1, 132, p.group), w4a4_wgmma_cost_us(p.b, p.D, p.D1, 132, p.group, 128));
   }
   // The 32x64 tile, a candidate at group 128 only.
   for (const auto& [L, D, D1, us] : {std::tuple<int64_t, int64_t, int64_t, double>{64, 59136, 8192, 205.2},
