@@ -5,7 +5,8 @@
 # token tile's rows against its whole box at 1-200 tokens, and the W4A4 64-token band tile against
 # the int4 kernels at 33-64 tokens. Each step starts only while its estimate fits the call's 600 s.
 #   usage: scripts/bench_pending.sh OUT_DIR [BIN_DIR=.carry]        (about 500 s; 8 files)
-#   env:   PART=2  the second call instead: the blockwise users grid (--all-combos) and the W4A4
+#   env:   GPU_FILTER  a gtest filter of GPU tests to run after the sparse bench (part 1)
+#          PART=2  the second call instead: the blockwise users grid (--all-combos) and the W4A4
 #                  rows at 24-128 tokens on the bench's layers (about 560 s; 5 files)
 # Then, here: scripts/splice_bench.py / scripts/check_cliffs.py on the JSON files, scripts/tune_ab.py
 # on tune_blockwise_rows.jsonl (the rows against their `_wholelast` twins), scripts/tune_regret.py.
@@ -33,6 +34,13 @@ if [ "${PART:-1}" = 2 ]; then
 fi
 STEPS=info,bench BENCH=sparse24 CLIFFS_FAIL=0 BENCH_TIMEOUT=260 "$(dirname "$0")/device_check.sh" "$out" "$B"
 checks=$?
+# GPU_FILTER: GPU tests of the build's newest change (QSGEMM_REQUIRE_GPU=1: a skip fails), after the bench.
+if [ -n "${GPU_FILTER:-}" ]; then
+  QSGEMM_REQUIRE_GPU=1 timeout 120 "$B/qsgemm_gpu_tests" --gtest_filter="$GPU_FILTER" >> "$log" 2>&1
+  rc=$?
+  echo "gpu tests $GPU_FILTER: rc=$rc, $(grep -c '^\[       OK \]' "$log") passed ($(el) s)" | tee -a "$out/summary.txt"
+  [ "$rc" -eq 0 ] || checks=1
+fi
 cat "$out/bench_sparse24.txt" >> "$log" 2>/dev/null && rm -f "$out/bench_sparse24.txt"
 sweep() {  # sweep NAME EST ARGS...: one `bench --sweep` into OUT/NAME.json, when EST seconds fit
   local name=$1 est=$2; shift 2
