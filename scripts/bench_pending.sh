@@ -32,16 +32,6 @@ if [ "${PART:-1}" = 2 ]; then
   echo "w4a4 band bench: rc=$? ($(el) s)" | tee -a "$out/summary.txt"
   exit "$checks"
 fi
-STEPS=info,bench BENCH=sparse24 CLIFFS_FAIL=0 BENCH_TIMEOUT=260 "$(dirname "$0")/device_check.sh" "$out" "$B"
-checks=$?
-# GPU_FILTER: GPU tests of the build's newest change (QSGEMM_REQUIRE_GPU=1: a skip fails), after the bench.
-if [ -n "${GPU_FILTER:-}" ]; then
-  QSGEMM_REQUIRE_GPU=1 timeout 120 "$B/qsgemm_gpu_tests" --gtest_filter="$GPU_FILTER" >> "$log" 2>&1
-  rc=$?
-  echo "gpu tests $GPU_FILTER: rc=$rc, $(grep -c '^\[       OK \]' "$log") passed ($(el) s)" | tee -a "$out/summary.txt"
-  [ "$rc" -eq 0 ] || checks=1
-fi
-cat "$out/bench_sparse24.txt" >> "$log" 2>/dev/null && rm -f "$out/bench_sparse24.txt"
 sweep() {  # sweep NAME EST ARGS...: one `bench --sweep` into OUT/NAME.json, when EST seconds fit
   local name=$1 est=$2; shift 2
   fits "$est" || { echo "skipped $name ($(el) s)" | tee -a "$out/summary.txt"; return; }
@@ -51,25 +41,55 @@ sweep() {  # sweep NAME EST ARGS...: one `bench --sweep` into OUT/NAME.json, whe
   mv "$d"/*_sweep.json "$out/$name.json" 2>/dev/null
   python3 scripts/check_cliffs.py "$out/$name.json" --max-list 20 >> "$out/summary.txt" 2>&1
 }
-sweep sparse24_sweep 110 sparse24
-sweep blockwise_sweep 90 blockwise
-# Blockwise at 1-200 tokens: the last token tile's rows against its whole box (twins `_wholelast`).
-for m in 1 16 48 96 160 8 32 200; do
-  for nk in 10240x8192 57344x8192 8192x28672 2112x7168 28672x4096; do fits 70 || break
-    timeout 30 "$q" tune blockwise --m $m --n "${nk%x*}" --k "${nk#*x}" --whole-last-tile --interleave \
-      --configs 64x128x128_c1x1_pingpong,128x128x128_c1x1_coop,skinny_m32_splitk,64x128x128_c1x1_pingpong_clamped,128x128x128_c1x1_coop_clamped \
-      --json "$out/tune_blockwise_rows.jsonl" >> "$log" 2>&1
-  done; done
-echo "blockwise rows probe ($(el) s)" | tee -a "$out/summary.txt"
-# W4A4 at 33-64 tokens: the 64-token band tile against the int4 kernels the heuristic runs there.
-# Layers of other models than the bench's (the fit's); the bench's layers then check the rule.
-for nk in 27648x5120 14336x4096 18944x3584 5120x13824; do for g in 64 128; do
-  for m in 36 40 48 56 64; do fits 65 || break
-    timeout 20 "$q" tune w4a4 --m $m --n "${nk%x*}" --k "${nk#*x}" --rank 64 --group $g --interleave \
-      --configs decode_16x16_k8,decode_32x32_k8,32x64x128_w1x4,64x128x128_wgmma_coop,128x128x128_wgmma_coop \
-      --json "$out/tune_w4a4_band64.jsonl" >> "$log" 2>&1
-  done; done; done
-echo "w4a4 probe ($(el) s)" | tee -a "$out/summary.txt"
-sweep blockwise_sweep_partialk 62 blockwise --sweep-layers partialk.4096x14352,l3-8b.down,partialk.4096x4112,l3-8b.o
+grid() {  # the sparse users grid through the device script (info, verify, bench, cliff check)
+  local before; before=$(cat "$out/summary.txt" 2>/dev/null)  # the device script starts its summary anew
+  STEPS=info,bench BENCH=sparse24 CLIFFS_FAIL=0 BENCH_TIMEOUT=260 "$(dirname "$0")/device_check.sh" "$out" "$B"
+  checks=$?
+  [ -z "$before" ] || { echo "$before"; cat "$out/summary.txt"; } > "$out/summary.t" && mv "$out/summary.t" "$out/summary.txt"
+  cat "$out/bench_sparse24.txt" >> "$log" 2>/dev/null && rm -f "$out/bench_sparse24.txt"
+}
+gpu_tests() {  # GPU_FILTER: GPU tests of the build's newest change (QSGEMM_REQUIRE_GPU=1: a skip fails)
+  [ -n "${GPU_FILTER:-}" ] || return 0
+  QSGEMM_REQUIRE_GPU=1 timeout 120 "$B/qsgemm_gpu_tests" --gtest_filter="$GPU_FILTER" >> "$log" 2>&1
+  local rc=$?
+  echo "gpu tests $GPU_FILTER: rc=$rc, $(grep -c '^\[       OK \]' "$log") passed ($(el) s)" | tee -a "$out/summary.txt"
+  [ "$rc" -eq 0 ] || gpu_failed=1
+}
+probes() {
+  # Blockwise at 1-200 tokens: the last token tile's rows against its whole box (twins `_wholelast`).
+  for m in 1 16 48 96 160 8 32 200; do
+    for nk in 10240x8192 57344x8192 8192x28672 2112x7168 28672x4096; do fits 70 || break
+      timeout 30 "$q" tune blockwise --m $m --n "${nk%x*}" --k "${nk#*x}" --whole-last-tile --interleave \
+        --configs 64x128x128_c1x1_pingpong,128x128x128_c1x1_coop,skinny_m32_splitk,64x128x128_c1x1_pingpong_clamped,128x128x128_c1x1_coop_clamped \
+        --json "$out/tune_blockwise_rows.jsonl" >> "$log" 2>&1
+    done; done
+  echo "blockwise rows probe ($(el) s)" | tee -a "$out/summary.txt"
+  # W4A4 at 33-64 tokens: the 64-token band tile against the int4 kernels, on layers of other models
+  # than the bench's (the band share's fit); the heuristic's line checks the staging rule.
+  for nk in 27648x5120 14336x4096 18944x3584 5120x13824; do for g in 64 128; do
+    for m in 36 40 48 56 64; do fits 65 || break
+      timeout 20 "$q" tune w4a4 --m $m --n "${nk%x*}" --k "${nk#*x}" --rank 64 --group $g --interleave \
+        --configs decode_16x16_k8,decode_32x32_k8,32x64x128_w1x4,64x128x128_wgmma_coop,128x128x128_wgmma_coop \
+        --json "$out/tune_w4a4_band64.jsonl" >> "$log" 2>&1
+    done; done; done
+  echo "w4a4 probe ($(el) s)" | tee -a "$out/summary.txt"
+}
+checks=0
+gpu_failed=0
+# On the H200 the benchmark first (bench/results/h200 takes no other card); elsewhere the checks and
+# the probes first, the benchmark as time allows.
+if nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200; then
+  grid; gpu_tests
+  sweep sparse24_sweep 110 sparse24
+  sweep blockwise_sweep 90 blockwise
+  probes
+  sweep blockwise_sweep_partialk 62 blockwise --sweep-layers partialk.4096x14352,l3-8b.down,partialk.4096x4112,l3-8b.o
+else
+  STEPS=info "$(dirname "$0")/device_check.sh" "$out" "$B" > /dev/null; checks=$?
+  gpu_tests; probes
+  fits 250 && grid
+  sweep sparse24_sweep 110 sparse24
+fi
+[ "$gpu_failed" -eq 0 ] || checks=1
 tail -c 4000000 "$log" > "$log.t" && mv "$log.t" "$log"
 exit "$checks"
