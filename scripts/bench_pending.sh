@@ -15,8 +15,8 @@ out="${1:?usage: bench_pending.sh OUT_DIR [BIN_DIR]}"
 B="${2:-.carry}"
 t0=$(date +%s)
 el() { echo $(( $(date +%s) - t0 )); }
-# fits EST: true while EST more seconds end before 585 s from the start.
-fits() { [ $(( $(el) + $1 )) -lt 585 ]; }
+# fits EST: true while EST more seconds end before CAP (default 585) s from the start.
+fits() { [ $(( $(el) + $1 )) -lt "${CAP:-585}" ]; }
 export LD_LIBRARY_PATH="$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export QSGEMM_GIT_COMMIT="$(cat "$B/COMMIT" 2>/dev/null || echo unknown)"
 q=$B/qsgemm
@@ -27,7 +27,7 @@ if [ "${PART:-1}" = 2 ]; then
   STEPS=info,bench BENCH=blockwise CLIFFS_FAIL=0 BENCH_TIMEOUT=480 "$(dirname "$0")/device_check.sh" "$out" "$B"
   checks=$?
   cat "$out/bench_blockwise.txt" >> "$log" 2>/dev/null && rm -f "$out/bench_blockwise.txt"
-  fits 40 && timeout $(( 585 - $(el) )) "$q" bench w4a4 --graph --ranks 64 --ms 24,32,36,40,48,56,64,72,80,96,112,128 \
+  fits 40 && timeout $(( ${CAP:-585} - $(el) )) "$q" bench w4a4 --graph --ranks 64 --ms 24,32,36,40,48,56,64,72,80,96,112,128 \
     --layers seed,l3-8b.gate_up,l3-8b.down,l3-70b.qkv,l3-70b.gate_up,l3-70b.down --json "$out/w4a4_band.json" >> "$log" 2>&1
   echo "w4a4 band bench: rc=$? ($(el) s)" | tee -a "$out/summary.txt"
   exit "$checks"
@@ -36,7 +36,7 @@ sweep() {  # sweep NAME EST ARGS...: one `bench --sweep` into OUT/NAME.json, whe
   local name=$1 est=$2; shift 2
   fits "$est" || { echo "skipped $name ($(el) s)" | tee -a "$out/summary.txt"; return; }
   local d; d=$(mktemp -d)
-  timeout $(( 585 - $(el) )) "$q" bench "$@" --sweep --sweep-step 1.1 --graph --out "$d" >> "$log" 2>&1
+  timeout $(( ${CAP:-585} - $(el) )) "$q" bench "$@" --sweep --sweep-step 1.1 --graph --out "$d" >> "$log" 2>&1
   echo "$name: rc=$? ($(el) s)" | tee -a "$out/summary.txt"
   mv "$d"/*_sweep.json "$out/$name.json" 2>/dev/null
   python3 scripts/check_cliffs.py "$out/$name.json" --max-list 20 >> "$out/summary.txt" 2>&1
