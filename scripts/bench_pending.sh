@@ -55,7 +55,7 @@ gpu_tests() {  # GPU_FILTER: GPU tests of the build's newest change (QSGEMM_REQU
   echo "gpu tests $GPU_FILTER: rc=$rc, $(grep -c '^\[       OK \]' "$log") passed ($(el) s)" | tee -a "$out/summary.txt"
   [ "$rc" -eq 0 ] || gpu_failed=1
 }
-probes() {
+probe_blockwise() {
   # Blockwise at 1-200 tokens: the last token tile's rows against its whole box (twins `_wholelast`).
   for m in 1 16 48 96 160 8 32 200; do
     for nk in 10240x8192 57344x8192 8192x28672 2112x7168 28672x4096; do fits 70 || break
@@ -64,6 +64,8 @@ probes() {
         --json "$out/tune_blockwise_rows.jsonl" >> "$log" 2>&1
     done; done
   echo "blockwise rows probe ($(el) s)" | tee -a "$out/summary.txt"
+}
+probe_w4a4() {
   # W4A4 at 33-64 tokens: the 64-token band tile against the int4 kernels, on layers of other models
   # than the bench's (the band share's fit); the heuristic's line checks the staging rule.
   for nk in 27648x5120 14336x4096 18944x3584 5120x13824; do for g in 64 128; do
@@ -79,14 +81,14 @@ gpu_failed=0
 # On the H200 the benchmark first (bench/results/h200 takes no other card); elsewhere the checks and
 # the probes first, the benchmark as time allows.
 if nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200; then
-  grid; gpu_tests
+  gpu_tests; grid; probe_w4a4
   sweep sparse24_sweep 110 sparse24
   sweep blockwise_sweep 90 blockwise
-  probes
+  probe_blockwise
   sweep blockwise_sweep_partialk 62 blockwise --sweep-layers partialk.4096x14352,l3-8b.down,partialk.4096x4112,l3-8b.o
 else
   STEPS=info "$(dirname "$0")/device_check.sh" "$out" "$B" > /dev/null; checks=$?
-  gpu_tests; probes
+  gpu_tests; probe_w4a4; probe_blockwise
   fits 250 && grid
   sweep sparse24_sweep 110 sparse24
 fi
