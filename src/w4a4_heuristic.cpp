@@ -35,7 +35,8 @@ double w4a4_wgmma_cost_us(int64_t L, int64_t D, int64_t D1, int sm_count, int gr
   const double share = kW4A4BandFixedShare + (1.0 - kW4A4BandFixedShare) * static_cast<double>(tile) / 128.0;
   const int64_t token_tiles = ceil_div(L, tile);
   const double waves = static_cast<double>(ceil_div(token_tiles * ceil_div(D, 128), sm_count));
-  const double oob = (tile == 128 && w4a4_wgmma_clamp_pays(L)) ? 0.0 : static_cast<double>(token_tiles * tile - L) / 128.0;
+  const bool clamped = tile == 128 && w4a4_wgmma_clamp_pays(L);
+  const double oob = clamped ? 0.0 : static_cast<double>(token_tiles * tile - L) / 128.0;
   const double ktiles = static_cast<double>(ceil_div(D1, 128));
   return m.wgmma_fixed_us +
          waves * (m.wgmma_wave_us + ktiles * (m.wgmma_ktile_us * share + m.wgmma_ktile_oob_us * oob));

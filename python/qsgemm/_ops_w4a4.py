@@ -45,8 +45,8 @@ W4A4_MAX_RANK = 128
 # so that it runs at trace time (torch.compile, symbolic M): packed INT4 up to 16 tokens; from 17 a cost
 # model of the packed-X1 kernels (the decode row; at group 128 also the mma.sync 32x64 tile) and the
 # wgmma kernel, in µs on the H200 per group (the constants of kW4A4CostGroup64/128; the band tile up to
-# 112 tokens; no rows past M where the library clamps the wgmma kernel's last token tile); e4m3 codes for the wgmma kernel above 256
-# tokens. The library runs either staging; this only picks the faster one.
+# 112 tokens; no rows past M where the library clamps the wgmma kernel's last token tile); e4m3 codes
+# for the wgmma kernel above 256 tokens. The library runs either staging; this only picks the faster one.
 # test_w4a4_ops_cpu.py checks it against libqsgemm's own function.
 W4A4_MODEL_MAX_L = 256
 # decode (fixed, per element, per row; per SM), wgmma (fixed, wave, K tile, K tile past M), 32x64 or None

@@ -551,7 +551,8 @@ TEST(W4A4Heuristic, CostModel) {
   for (const Band& p : {Band{64, 59136, 8192, 64, 243.4 / 303.1}, Band{80, 59136, 8192, 64, 257.2 / 303.1},
                         Band{96, 27648, 5120, 64, 91.2 / 98.9}, Band{64, 27648, 5120, 128, 65.0 / 77.7},
                         Band{112, 14336, 4096, 128, 34.9 / 35.0}}) {
-    const double r = w4a4_wgmma_cost_us(p.b, p.D, p.D1, 132, p.group) / w4a4_wgmma_cost_us(128, p.D, p.D1, 132, p.group);
+    const double r =
+        w4a4_wgmma_cost_us(p.b, p.D, p.D1, 132, p.group) / w4a4_wgmma_cost_us(128, p.D, p.D1, 132, p.group);
     EXPECT_NEAR(r / p.ratio, 1.0, 0.05) << p.D << "x" << p.D1 << " band " << p.b << " group " << p.group;
     EXPECT_LT(w4a4_wgmma_cost_us(p.b, p.D, p.D1, 132, p.group), w4a4_wgmma_cost_us(p.b, p.D, p.D1, 132, p.group, 128));
   }
