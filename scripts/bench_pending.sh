@@ -78,10 +78,10 @@ probe_w4a4() {
 }
 checks=0
 gpu_failed=0
-# On the H200 the benchmark first (bench/results/h200 takes no other card); elsewhere the checks and
-# the probes first, the benchmark as time allows.
+# The newest change's checks first (its GPU tests, the W4A4 probe); then on the H200 the benchmark
+# (bench/results/h200 takes no other card), elsewhere the blockwise probe, the benchmark as time allows.
 if nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200; then
-  gpu_tests; grid; probe_w4a4
+  gpu_tests; probe_w4a4; grid
   sweep sparse24_sweep 110 sparse24
   sweep blockwise_sweep 90 blockwise
   probe_blockwise
