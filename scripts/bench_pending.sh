@@ -43,7 +43,8 @@ sweep() {  # sweep NAME EST ARGS...: one `bench --sweep` into OUT/NAME.json, whe
 }
 grid() {  # the sparse users grid through the device script (info, verify, bench, cliff check)
   local before; before=$(cat "$out/summary.txt" 2>/dev/null)  # the device script starts its summary anew
-  STEPS=info,bench BENCH=sparse24 CLIFFS_FAIL=0 BENCH_TIMEOUT=260 "$(dirname "$0")/device_check.sh" "$out" "$B"
+  STEPS=info,bench BENCH=sparse24 CLIFFS_FAIL=0 BENCH_TIMEOUT=$(( ${CAP:-585} - $(el) )) \
+    "$(dirname "$0")/device_check.sh" "$out" "$B"
   checks=$?
   [ -z "$before" ] || { echo "$before"; cat "$out/summary.txt"; } > "$out/summary.t" && mv "$out/summary.t" "$out/summary.txt"
   cat "$out/bench_sparse24.txt" >> "$log" 2>/dev/null && rm -f "$out/bench_sparse24.txt"
@@ -81,7 +82,8 @@ gpu_failed=0
 # The newest change's checks first (its GPU tests, the W4A4 probe); then on the H200 the benchmark
 # (bench/results/h200 takes no other card), elsewhere the blockwise probe, the benchmark as time allows.
 if nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200; then
-  gpu_tests; probe_w4a4; grid
+  gpu_tests; probe_w4a4
+  fits 200 && grid
   sweep sparse24_sweep 110 sparse24
   sweep blockwise_sweep 90 blockwise
   probe_blockwise
