@@ -79,6 +79,8 @@ probe_w4a4() {
 }
 checks=0
 gpu_failed=0
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/summary.txt" 2>&1
 # The newest change's checks first (its GPU tests, the W4A4 probe); then on the H200 the benchmark
 # (bench/results/h200 takes no other card), elsewhere the blockwise probe, the benchmark as time allows.
 if nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200; then
