@@ -89,9 +89,11 @@ int w4a4_choose_for_x1(int64_t L, int64_t D, int64_t D1, int /*rank*/, int sm_co
     return bytes_per_sm >= static_cast<double>(kW4A4DecodeRingMinBytesPerSm) ? w4a4_detail::kDecode8Ring
                                                                               : w4a4_detail::kDecode8;
   }
-  if (L <= 16 || (group == 64 && L >= 33 && L <= 48)) return w4a4_detail::kDecode16;
+  if (L <= 16) return w4a4_detail::kDecode16;
   if (L > kW4A4ModelMaxL) return w4a4_detail::kSmall;
-  return packed_pick(L, D, D1, sm_count, group).config;
+  // 33..48 tokens: three 16-token blocks where the model keeps the decode row, at either group.
+  const int packed = packed_pick(L, D, D1, sm_count, group).config;
+  return packed == w4a4_detail::kDecode32 && L >= 33 && L <= 48 ? w4a4_detail::kDecode16 : packed;
 }
 
 int w4a4_choose(int64_t L, int64_t D, int64_t D1, int rank, int sm_count, int group) {

@@ -128,8 +128,10 @@ bool w4a4_prefers_e4m3(int64_t L, int64_t D, int64_t D1, int sm_count, int group
 //  * L <= 16: the 16-token ring on 16 weight rows (fastest on all six layers at L = 12 and 16, e.g.
 //    57344x8192 at L = 16: 103.9 µs against 118.9 on 32 rows; of the other layers, two with
 //    D1 <= 5120 and >= 27648 rows run 3-8 % faster on 32 rows).
-//  * 33..48 tokens at group 64: the 16-token ring again, three blocks of 16 against two of 32
-//    (tune_w4a4_band_model.txt: 0.85-1.00x the 32-token row's time on all 8 fit layers at L = 40, 48).
+//  * 33..48 tokens where the model keeps the decode row: the 16-token ring again, three blocks of 16
+//    against two of 32 (tune_w4a4_band_model.txt, group 64: 0.85-1.00x the 32-token row's time on all
+//    8 fit layers at L = 40, 48; group 128 on an H100, bench/results/h100/tuning/tune_w4a4_band64.jsonl:
+//    0.75x on 5120x13824 at L = 36..48; on 18944x3584 the model's 32x64 tile, faster still, stays).
 //  * Else, where the model keeps packed X1: the 32-token ring (several token blocks read the weight
 //    from DRAM once, then from L2; at L = 24 and 32 faster than 16-token blocks on five of the seven
 //    fit layers, by up to 11 %, and up to 12 % slower on the other two); at group 128 the 32x64 tile

@@ -377,8 +377,8 @@ TEST(W4A4Configs, TableAndNames) {
 }
 
 // The whole table: L <= 16 the decode row with the fewest n8 token blocks that hold L (8 tokens
-// through the TMA ring from 90 KiB of packed weight per SM), 33..48 at group 64 the 16-token row; from
-// 17 tokens the cost model's choice between the 32-token decode row (packed X1) and the wgmma kernel
+// through the TMA ring from 90 KiB of packed weight per SM), 33..48 the 16-token row where the model
+// keeps the decode row; from 17 tokens the cost model's choice between the 32-token decode row (packed X1) and the wgmma kernel
 // (e4m3 X1; src/w4a4_heuristic.h); an e4m3 X1 the wgmma row at every L.
 TEST(W4A4Heuristic, DecodeThenSmallTile) {
   const int d8 = w4a4_config_index("decode_8x16_k8"), d16 = w4a4_config_index("decode_16x16_k8"),
@@ -434,7 +434,11 @@ TEST(W4A4Heuristic, DecodeThenSmallTile) {
   EXPECT_EQ(w4a4_choose_config(80, 57344, 8192, 0, 132, 128), band80);
   EXPECT_EQ(w4a4_choose_config(128, 57344, 8192, 0, 132, 128), wg);
   EXPECT_EQ(w4a4_choose_config(176, 57344, 8192, 0, 132, 128), wgc);
-  for (int64_t L : {33, 128}) EXPECT_EQ(w4a4_choose_config(L, 3584, 18944, 0, 132, 128), d32) << L;
+  EXPECT_EQ(w4a4_choose_config(128, 3584, 18944, 0, 132, 128), d32);
+  // 33..48 tokens where the model keeps the decode row, at group 128 too: three 16-token blocks.
+  for (int64_t L : {33, 48}) EXPECT_EQ(w4a4_choose_config(L, 3584, 18944, 0, 132, 128), d16) << L;
+  EXPECT_EQ(w4a4_choose_config(49, 3584, 18944, 0, 132, 128), d32);
+  EXPECT_EQ(w4a4_choose_config(40, 18944, 3584, 0, 132, 128), small);
   // Every shape takes the wgmma kernel from a few hundred tokens, and never below 17.
   for (int group : {64, 128})
     for (auto [D, D1] : {std::pair<int64_t, int64_t>{4096, 4096}, {28672, 4096}, {4096, 14336}, {10240, 8192},
