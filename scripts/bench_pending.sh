@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# One device call for docs/experiments/pending.md, steps 1-2, on an H200: the sparse users grid
-# (through scripts/device_check.sh: info, `qsgemm verify`, the bench, the cliff check), the sparse
-# and blockwise sweeps (the partial-K pair too), then the probes the refits need: the blockwise last
-# token tile's rows against its whole box at 1-200 tokens, and the W4A4 64-token band tile against
-# the int4 kernels at 33-64 tokens. Each step starts only while its estimate fits the call's 600 s.
-#   usage: scripts/bench_pending.sh OUT_DIR [BIN_DIR=.carry]        (about 500 s; 8 files)
-#   env:   GPU_FILTER  a gtest filter of GPU tests to run after the sparse bench (part 1)
-#          PART=2  the second call instead: the blockwise users grid (--all-combos) and the W4A4
-#                  rows at 24-128 tokens on the bench's layers (about 560 s; 5 files)
+# One device call for docs/experiments/pending.md: the newest change's GPU tests (GPU_FILTER) and the
+# W4A4 probe (the 64-token band tile against the int4 kernels at 36-64 tokens, with the heuristic's
+# line); then on an H200 the sparse users grid (through scripts/device_check.sh: info, `qsgemm
+# verify`, the bench, the cliff check), the sparse and blockwise sweeps, the blockwise rows probe
+# (the last token tile's rows against its whole box at 1-200 tokens) and the partial-K sweep; on
+# another card the blockwise probe, then the grid and the sparse sweep as time allows. Each step
+# starts only while its estimate fits CAP (default 585 s) from the start.
+#   usage: scripts/bench_pending.sh OUT_DIR [BIN_DIR=.carry]        (about 560 s; 8 files)
+#   env:   GPU_FILTER  a gtest filter of GPU tests to run first (QSGEMM_REQUIRE_GPU=1)
+#          CAP         seconds from the start after which no step starts or runs on (default 585)
+#          PART=2      the second call instead: the blockwise users grid (--all-combos) and the W4A4
+#                      rows at 24-128 tokens on the bench's layers (about 560 s; 5 files)
 # Then, here: scripts/splice_bench.py / scripts/check_cliffs.py on the JSON files, scripts/tune_ab.py
 # on tune_blockwise_rows.jsonl (the rows against their `_wholelast` twins), scripts/tune_regret.py.
 set -uo pipefail
@@ -19,7 +22,13 @@ el() { echo $(( $(date +%s) - t0 )); }
 fits() { [ $(( $(el) + $1 )) -lt "${CAP:-585}" ]; }
 export LD_LIBRARY_PATH="$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export QSGEMM_GIT_COMMIT="$(cat "$B/COMMIT" 2>/dev/null || echo unknown)"
+# cuSPARSELt (the sparse sweep's baseline) from the machine's Python package, as device_check.sh finds it.
+if [ -z "${QSGEMM_CUSPARSELT_LIB:-}" ]; then
+  QSGEMM_CUSPARSELT_LIB="$(python3 -c 'import nvidia.cusparselt as m; print(list(m.__path__)[0])' 2>/dev/null)/lib"
+  export QSGEMM_CUSPARSELT_LIB
+fi
 q=$B/qsgemm
+mkdir -p "$out"
 log="$out/log.txt"
 if [ "${PART:-1}" = 2 ]; then
   # Part 2: the blockwise users grid (every scale family), then the W4A4 rows at 24-128 tokens on
@@ -79,7 +88,6 @@ probe_w4a4() {
 }
 checks=0
 gpu_failed=0
-mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/summary.txt" 2>&1
 # The newest change's checks first (its GPU tests, the W4A4 probe); then on the H200 the benchmark
 # (bench/results/h200 takes no other card), elsewhere the blockwise probe, the benchmark as time allows.
