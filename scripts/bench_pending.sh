@@ -60,10 +60,12 @@ grid() {  # the sparse users grid through the device script (info, verify, bench
 }
 gpu_tests() {  # GPU_FILTER: GPU tests of the build's newest change (QSGEMM_REQUIRE_GPU=1: a skip fails)
   [ -n "${GPU_FILTER:-}" ] || return 0
-  QSGEMM_REQUIRE_GPU=1 timeout 120 "$B/qsgemm_gpu_tests" --gtest_filter="$GPU_FILTER" >> "$log" 2>&1
-  local rc=$?
-  echo "gpu tests $GPU_FILTER: rc=$rc, $(grep -c '^\[       OK \]' "$log") passed ($(el) s)" | tee -a "$out/summary.txt"
-  [ "$rc" -eq 0 ] || gpu_failed=1
+  local t; t=$(mktemp)
+  QSGEMM_REQUIRE_GPU=1 timeout 120 "$B/qsgemm_gpu_tests" --gtest_filter="$GPU_FILTER" > "$t" 2>&1
+  local rc=$? ok; ok=$(grep -c '^\[       OK \]' "$t")
+  cat "$t" >> "$log"
+  echo "gpu tests $GPU_FILTER: rc=$rc, $ok passed ($(el) s)" | tee -a "$out/summary.txt"
+  [ "$rc" -eq 0 ] && [ "$ok" -gt 0 ] || gpu_failed=1  # a filter that matches nothing is a failure too
 }
 probe_blockwise() {
   # Blockwise at 1-200 tokens: the last token tile's rows against its whole box (twins `_wholelast`).
