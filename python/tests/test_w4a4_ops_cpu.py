@@ -282,8 +282,9 @@ def _library_x1_e4m3():
 def test_x1_staging_matches_the_library():
     library_pick = _library_x1_e4m3()
     # The wgmma rows the library runs for e4m3 X1: up to 112 tokens the narrowest band tile that holds
-    # them (kW4A4BandTiles), above that the 128-token tile, its last tile clamped or not.
-    band_tiles = (64, 80, 96, 112)
+    # them (kW4A4BandTiles, mirrored in _W4A4_BAND_TILES), above that the 128-token tile, its last tile
+    # clamped or not.
+    band_tiles = _ops_w4a4._W4A4_BAND_TILES
     wgmma_rows = {}  # ("band", tile) / clamped last token tile or not -> the library's configurations
 
     def library(M, N, K, group, sm):

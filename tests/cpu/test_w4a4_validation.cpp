@@ -378,8 +378,8 @@ TEST(W4A4Configs, TableAndNames) {
 
 // The whole table: L <= 16 the decode row with the fewest n8 token blocks that hold L (8 tokens
 // through the TMA ring from 90 KiB of packed weight per SM), 33..48 the 16-token row where the model
-// keeps the decode row; from 17 tokens the cost model's choice between the 32-token decode row (packed X1) and the wgmma kernel
-// (e4m3 X1; src/w4a4_heuristic.h); an e4m3 X1 the wgmma row at every L.
+// keeps the decode row; from 17 tokens the cost model's choice between the 32-token decode row
+// (packed X1) and the wgmma kernel (e4m3 X1; src/w4a4_heuristic.h); an e4m3 X1 the wgmma row at every L.
 TEST(W4A4Heuristic, DecodeThenSmallTile) {
   const int d8 = w4a4_config_index("decode_8x16_k8"), d16 = w4a4_config_index("decode_16x16_k8"),
             d32 = w4a4_config_index("decode_32x32_k8"), small = w4a4_config_index("32x64x128_w1x4"),
