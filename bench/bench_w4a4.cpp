@@ -147,7 +147,7 @@ double sampled_rel_err(int64_t M, int64_t N, int64_t K, int R, const void* x1, b
   const std::vector<uint8_t> yr = download_rows(y, static_cast<size_t>(N) * 2, toks, stream);
   std::vector<int64_t> sxi, swi;
   for (int64_t t : toks)
-    for (int64_t g = 0; g < ng; ++g) sxi.push_back(g * M + t);
+    for (int64_t g = 0; g < ng; ++g) sxi.push_back(g * w4a4_x_scale_ld(M) + t);
   for (int64_t c : chans)
     for (int64_t g = 0; g < ng; ++g) swi.push_back(c * ng + g);
   const std::vector<float> sxs = download_floats(sx, sxi, stream), sws = download_floats(sw, swi, stream);
@@ -230,8 +230,9 @@ int bench_w4a4(const BenchOptions& options) {
         const DType staging = w4a4_x1_dtype(w4a4_plan(M, N, K, 64, W4A4Options{}, d.sm_count, kGroup));
         const bool x1_bytes_staging = staging == DType::kE4M3;
         const int64_t x1_bytes = x1_bytes_staging ? M * K : M * K / 2;
+        const int64_t ld_sx = w4a4_x_scale_ld(M);  // the layout the Python quantizer allocates
         DeviceBuffer x(static_cast<size_t>(M * K * 2)), x1(static_cast<size_t>(M * K)),
-            sx(static_cast<size_t>(ng * M * 4)), xq(static_cast<size_t>(M * K)), sxq(static_cast<size_t>(M * 4)),
+            sx(static_cast<size_t>(ng * ld_sx * 4)), xq(static_cast<size_t>(M * K)), sxq(static_cast<size_t>(M * 4)),
             x2(static_cast<size_t>(M * kMaxRank * 2)), y(static_cast<size_t>(M * N * 2));
         fill_bf16(x.get(), static_cast<size_t>(M * K), seed + 3, 2.0f, stream);
         fill_e4m3(xq.get(), static_cast<size_t>(M * K), seed + 4, stream);
@@ -254,7 +255,7 @@ int bench_w4a4(const BenchOptions& options) {
         const MatrixView x1v = x1_bytes_staging ? MatrixView(x1.get(), DType::kE4M3, M, K)
                                                 : MatrixView(x1.get(), DType::kI4x2, M, K / 2);
         auto gemm = [&](int r, cudaStream_t st) {
-          w4a4_linear(x1v, sx.as<float>(), M,
+          w4a4_linear(x1v, sx.as<float>(), ld_sx,
                       MatrixView(w1.get(), DType::kI4x2, N, K / 2), sw.as<float>(), kGroup,
                       MatrixView(x2.get(), DType::kBF16, M, r), MatrixView(w2.get(), DType::kBF16, N, r), {},
                       MatrixView(y.get(), DType::kBF16, M, N), W4A4Options{}, st);
@@ -262,7 +263,7 @@ int bench_w4a4(const BenchOptions& options) {
         auto quant = [&](int r, cudaStream_t st) {
           w4a4_quantize_activations(MatrixView(x.get(), DType::kBF16, M, K), kGroup,
                                     MatrixView(l1.get(), DType::kBF16, r, K),
-                                    x1v, sx.as<float>(), M,
+                                    x1v, sx.as<float>(), ld_sx,
                                     MatrixView(x2.get(), DType::kBF16, M, r), st);
         };
         quant(kMaxRank, stream);  // real codes and scales for the timed GEMMs
@@ -348,7 +349,7 @@ int bench_w4a4(const BenchOptions& options) {
           const double layer_unfused_us = timer.time_us(
               [&](cudaStream_t st) {
                 w4a4_quantize_activations(MatrixView(x.get(), DType::kBF16, M, K), kGroup,
-                                          x1v, sx.as<float>(), M, st);
+                                          x1v, sx.as<float>(), ld_sx, st);
                 gemm(0, st);
                 if (down) down->run(x.get(), l1.get(), x2.get(), st);
                 if (up) up->run(x2.get(), w2.get(), y.get(), st);

@@ -269,19 +269,23 @@ int tune_w4a4(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_cou
   cudaStream_t stream;
   cudaStreamCreate(&stream);
   const int64_t ng = K / G;
+  // --x-scale-ld: the activation scales' ld (>= M); default the layout the bench and the Python
+  // quantizer use, w4a4_x_scale_ld(M).
+  const int64_t ld_sx = arg_int(argc, argv, "--x-scale-ld", w4a4_x_scale_ld(M));
   DeviceBuffer x1(static_cast<size_t>(M * K + 16)), w1(static_cast<size_t>(N * K / 2 + 16)),
-      sx(static_cast<size_t>(4 * std::max<int64_t>(M * ng, 1))), sw(static_cast<size_t>(4 * std::max<int64_t>(N * ng, 1))),
+      sx(static_cast<size_t>(4 * ld_sx * ng)), sw(static_cast<size_t>(4 * std::max<int64_t>(N * ng, 1))),
       x2(static_cast<size_t>(2 * M * R + 16)), w2(static_cast<size_t>(2 * N * R + 16)), y(static_cast<size_t>(2 * M * N));
   fill_e4m3(x1.get(), static_cast<size_t>(M * K), 1, stream);  // timing only: any INT4 pairs / finite e4m3 bytes
   fill_e4m3(w1.get(), static_cast<size_t>(N * K / 2), 2, stream);
-  fill_f32(sx.as<float>(), static_cast<size_t>(M * ng), 3, 0.01f, 0.02f, stream);
+  fill_f32(sx.as<float>(), static_cast<size_t>(ld_sx * ng), 3, 0.01f, 0.02f, stream);
   fill_f32(sw.as<float>(), static_cast<size_t>(N * ng), 4, 0.01f, 0.02f, stream);
   fill_bf16(x2.get(), static_cast<size_t>(M * R), 5, 1.0f, stream);
   fill_bf16(w2.get(), static_cast<size_t>(N * R), 6, 1.0f, stream);
   Timer timer(stream);
   SweepOptions so;
   if (!parse_sweep_options(argc, argv, w4a4_num_configs(), w4a4_config_index, &so)) return 2;
-  so.json_extra = ",\"rank\":" + std::to_string(R) + ",\"group\":" + std::to_string(G);
+  so.json_extra = ",\"rank\":" + std::to_string(R) + ",\"group\":" + std::to_string(G) + ",\"ld_x_scale\":" +
+                  std::to_string(ld_sx);
   const int chosen = w4a4_choose_config(M, N, K, static_cast<int>(R), sm_count, G);
   std::string json;
   arg_value(argc, argv, "--json", &json);
@@ -295,7 +299,7 @@ int tune_w4a4(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_cou
         opt.config = i;
         const bool bytes = w4a4_x1_dtype(i) == DType::kE4M3;  // the staging this configuration reads
         w4a4_linear(bytes ? MatrixView(x1.get(), DType::kE4M3, M, K) : MatrixView(x1.get(), DType::kI4x2, M, K / 2),
-                    sx.as<float>(), M,
+                    sx.as<float>(), ld_sx,
                     MatrixView(w1.get(), DType::kI4x2, N, K / 2), sw.as<float>(), G,
                     MatrixView(x2.get(), DType::kBF16, M, R), MatrixView(w2.get(), DType::kBF16, N, R), {},
                     MatrixView(y.get(), DType::kBF16, M, N), opt, st);
@@ -318,7 +322,7 @@ int run_tune(int argc, char** argv) {
         "                             [--split-k S1,S2,...] [--ld-align BYTES]\n"
         "                             [--whole-last-tile | --whole-last-tile-only]\n"
         "                             [--configs NAME|I,...] [--interleave]\n"
-        "       qsgemm tune w4a4 --m M --n N --k K [--rank R] [--group 64|128] [--json FILE]\n"
+        "       qsgemm tune w4a4 --m M --n N --k K [--rank R] [--group 64|128] [--x-scale-ld LD] [--json FILE]\n"
         "                        [--configs NAME|I,...] [--interleave]\n\n"
         "Times every sparse24 kernel configuration on Y[M,N] = X[M,K]·W[N,K]ᵀ (bf16 output, per-token and\n"
         "per-channel scales; L2 flushed, median time) and prints each with the winner and the heuristic's\n"
@@ -330,6 +334,7 @@ int run_tune(int argc, char** argv) {
         "tile loading X's whole box, rows past M included (Sparse24Options / BlockwiseOptions::whole_last_tile);\n"
         "--whole-last-tile-only times only those.\n"
         "--ld-align starts the rows of X and W every round_up(K, BYTES) bytes (blockwise; default 16 = K).\n"
+        "--x-scale-ld sets the W4A4 activation scales' leading dimension (>= M; default w4a4_x_scale_ld(M)).\n"
         "--split-k times each CUTLASS configuration (of --configs, or all) with each listed split-K factor\n"
         "(1 = no split), given a workspace; the heuristic's line is its configuration with its split (for\n"
         "sparse24 the stream-K and decode configurations run once, unsplit).\n"

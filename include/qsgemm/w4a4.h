@@ -69,6 +69,11 @@ inline constexpr bool w4a4_group_is_valid(int group) { return group == 64 || gro
 //       on the device: a zero, negative or non-finite scale gives a wrong (not a trapped) result.
 //   Extents: L, D, D1 < 2^31.
 
+// The leading dimension of the activation scales that w4a4_linear reads fastest: L rounded up to
+// a multiple of 4 (16-byte rows, the stride rule of a TMA map; as DeepGEMM pads its M-major
+// scales). 4 for L <= 0. The Python package's quantizer allocates its scales with this ld.
+inline constexpr int64_t w4a4_x_scale_ld(int64_t L) { return L <= 4 ? 4 : (L + 3) / 4 * 4; }
+
 // ---- configurations (one table: src/kernels/sm90/w4a4/sm90_w4a4_configs.h) --------------------
 int w4a4_num_configs();
 // e.g. "128x128x128_w2x4"; kInvalidArgument for an index outside [0, w4a4_num_configs()).
@@ -115,7 +120,9 @@ LinearPlan w4a4_plan(int64_t L, int64_t D, int64_t D1, int rank, const W4A4Optio
 //            result); base 16-byte aligned, ld (bytes) % 16 == 0 (TMA rows for the wgmma kernel).
 //            Any other dtype (kI8 included) is kInvalidArgument. The configuration must read this
 //            dtype (see config above).
-//   x_scale: float, M-major [D1/group][ld_x_scale], ld_x_scale >= L; non-null when L > 0.
+//   x_scale: float, M-major [D1/group][ld_x_scale], ld_x_scale >= L; non-null when L > 0. Fastest
+//            with ld_x_scale = w4a4_x_scale_ld(L) and a 16-byte aligned base: the decode rows
+//            then fetch the scales by TMA (any other ld: 4-byte copies, the same result).
 //   w1:      kI4x2 [D, D1/2] bytes (packed weight codes), rules above.
 //   w_scale: float, row-major [D][D1/group]; non-null.
 //   group:   64 or 128 (kInvalidArgument otherwise, or when D1 % group != 0).
@@ -153,7 +160,8 @@ void w4a4_pack_weight(const MatrixView& w, int group, const MatrixView& w_packed
 //            (code q as the e4m3 byte of q, fp8_e4m3_encode(q); byte k of a row = the unpacked nibble
 //            k of the packed form). Base 16-byte aligned, ld (bytes) % 16 == 0. Use
 //            w4a4_x1_dtype(plan).
-//   x_scale: float M-major [D1/group][ld_x_scale], ld_x_scale >= L, 4-byte aligned;
+//   x_scale: float M-major [D1/group][ld_x_scale], ld_x_scale >= L, 4-byte aligned (w4a4_x_scale_ld(L)
+//            for w4a4_linear's fastest layout);
 //   x2:      X·L1ᵀ, [L, r], bf16 or fp32 (16-byte aligned base and rows), from the unquantized X,
 //            accumulated in float32 (bf16 X: tensor-core MMAs; fp16 / fp32 X: FMAs in ascending k),
 //            rounded once to bf16 for a bf16 x2.

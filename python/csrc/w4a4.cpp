@@ -12,8 +12,8 @@
 // Packed INT4 (docs/formats.md §5) is torch.uint8 [rows, K/2] (two signed values per byte, even k
 // in the low nibble); the activations' e4m3 staging (e4m3=True) is torch.float8_e4m3fn [M, K], one
 // code in -8..7 per byte as an e4m3 value, what the wgmma kernel reads (w4a4_linear takes either).
-// Scales float32: weights [N, K/group] row-major, activations [M, K/group] M-major (strides (1, M):
-// the transpose of a contiguous [K/group, M]); x2, w2, lora_down bf16.
+// Scales float32: weights [N, K/group] row-major, activations [M, K/group] M-major (strides (1, ld),
+// ld >= M; the quantizer's ld is qsgemm::w4a4_x_scale_ld(M), M rounded up to 4); x2, w2, lora_down bf16.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -165,8 +165,10 @@ W4A4Problem check_linear(const char* fn, const Tensor& x1, const Tensor& x_scale
   return {M, N, K, r, ld_sx};
 }
 
+// M-major with the ld w4a4_linear reads fastest (qsgemm::w4a4_x_scale_ld: M rounded up to 4 floats,
+// the TMA's 16-byte stride).
 Tensor x_scale_tensor(int64_t M, int64_t ng, const Tensor& like) {
-  return empty_strided({M, ng}, {1, M > 0 ? M : 1}, dtype_codes().f32, like);
+  return empty_strided({M, ng}, {1, qsgemm::w4a4_x_scale_ld(M)}, dtype_codes().f32, like);
 }
 
 // ---- CPU kernels -----------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 // against the reference on every pair of nibbles. Runs without a GPU (fake, well-aligned addresses).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -165,6 +166,19 @@ TEST(W4A4Validation, ScalesBiasOptions) {
 
 // X1 in either staging: packed INT4 [L, D1/2] or e4m3 codes [L, D1]; an explicit configuration must
 // read the staging it is given (the heuristic only picks such rows).
+// The fast scale layout: ld >= L, a multiple of 4 floats (16-byte rows), the smallest such.
+TEST(W4A4Validation, XScaleLdPadsToSixteenBytes) {
+  for (int64_t L = 0; L <= 300; ++L) {
+    const int64_t ld = w4a4_x_scale_ld(L);
+    EXPECT_GE(ld, std::max<int64_t>(L, 1)) << "L=" << L;
+    EXPECT_EQ(ld % 4, 0) << "L=" << L;
+    EXPECT_LT(ld - L, 4 + (L == 0)) << "L=" << L;
+  }
+  EXPECT_EQ(w4a4_x_scale_ld(33), 36);
+  EXPECT_EQ(w4a4_x_scale_ld(1), 4);
+  EXPECT_EQ(w4a4_x_scale_ld(64), 64);
+}
+
 TEST(W4A4Validation, X1Staging) {
   const int wg = w4a4_config_index("128x128x128_wgmma_coop"), sq = w4a4_config_index("128x128x128_w2x4");
   Case c;

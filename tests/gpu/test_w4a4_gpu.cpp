@@ -898,12 +898,14 @@ TEST_F(W4A4Gpu, QuantizerE4m3StagingEqualsUnpackedCodes) {
 }
 
 // The whole layer: GPU packer + fused quantizer + GEMM, against the reference on the CPU-quantized
-// operands (same codes and scales, bit-identical) and the GPU's X2.
+// operands (same codes and scales, bit-identical) and the GPU's X2. The scales in the layout of
+// w4a4_x_scale_ld (33 tokens: ld 36, the TMA boxes of the decode rows past an odd L).
 TEST_F(W4A4Gpu, WholeLayerComposes) {
-  for (DType staging : {DType::kI4x2, DType::kE4M3}) {
-  SCOPED_TRACE(std::string("x1 ") + dtype_name(staging));
+  for (DType staging : {DType::kI4x2, DType::kE4M3})
+  for (int64_t L : {int64_t{100}, int64_t{33}}) {
+  SCOPED_TRACE(std::string("x1 ") + dtype_name(staging) + " L=" + std::to_string(L));
   std::mt19937 rng(2607);
-  const int64_t L = 100, D = 256, D1 = 512, R = 32;
+  const int64_t D = 256, D1 = 512, R = 32, ld_sx = w4a4_x_scale_ld(L);
   const int group = 64, ng = D1 / group;
   std::vector<float> xf = random_floats(static_cast<size_t>(L * D1), rng, 2.0f);
   std::vector<uint16_t> xh = to_bf16(xf);
@@ -914,7 +916,7 @@ TEST_F(W4A4Gpu, WholeLayerComposes) {
   DeviceBuffer<uint16_t> d_x(xh.size()), d_w(wh.size()), d_l1(l1h.size()), d_l2(l2h.size()), d_x2(L * R);
   const int64_t x1_cols = staging == DType::kE4M3 ? D1 : D1 / 2;
   DeviceBuffer<uint8_t> d_x1(L * x1_cols), d_w1(D * D1 / 2);
-  DeviceBuffer<float> d_sx(ng * L), d_sw(D * ng), d_y(L * D);
+  DeviceBuffer<float> d_sx(ng * ld_sx), d_sw(D * ng), d_y(L * D);
   d_x.upload(xh);
   d_w.upload(wh);
   d_l1.upload(l1h);
@@ -924,9 +926,9 @@ TEST_F(W4A4Gpu, WholeLayerComposes) {
                                    MatrixView(d_w1.get(), DType::kI4x2, D, D1 / 2), d_sw.get(), nullptr));
   ASSERT_NO_THROW(w4a4_quantize_activations(MatrixView(d_x.get(), DType::kBF16, L, D1), group,
                                             MatrixView(d_l1.get(), DType::kBF16, R, D1),
-                                            MatrixView(d_x1.get(), staging, L, x1_cols), d_sx.get(), L,
+                                            MatrixView(d_x1.get(), staging, L, x1_cols), d_sx.get(), ld_sx,
                                             MatrixView(d_x2.get(), DType::kBF16, L, R), nullptr));
-  ASSERT_NO_THROW(w4a4_linear(MatrixView(d_x1.get(), staging, L, x1_cols), d_sx.get(), L,
+  ASSERT_NO_THROW(w4a4_linear(MatrixView(d_x1.get(), staging, L, x1_cols), d_sx.get(), ld_sx,
                               MatrixView(d_w1.get(), DType::kI4x2, D, D1 / 2), d_sw.get(), group,
                               MatrixView(d_x2.get(), DType::kBF16, L, R), MatrixView(d_l2.get(), DType::kBF16, D, R), {},
                               MatrixView(d_y.get(), DType::kF32, L, D), W4A4Options{}, nullptr));
