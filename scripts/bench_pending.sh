@@ -36,7 +36,7 @@ if [ "${PART:-1}" = 2 ]; then
   STEPS=info,bench BENCH=blockwise CLIFFS_FAIL=0 BENCH_TIMEOUT=480 "$(dirname "$0")/device_check.sh" "$out" "$B"
   checks=$?
   cat "$out/bench_blockwise.txt" >> "$log" 2>/dev/null && rm -f "$out/bench_blockwise.txt"
-  fits 40 && timeout $(( ${CAP:-585} - $(el) )) "$q" bench w4a4 --graph --ranks 64 --ms 24,32,36,40,48,56,64,72,80,96,112,128 \
+  fits 40 && timeout $(( ${CAP:-585} - $(el) )) "$q" bench w4a4 --graph --ranks 64 --ms 24,32,33,36,40,48,56,64,72,80,96,112,128 \
     --layers seed,l3-8b.gate_up,l3-8b.down,l3-70b.qkv,l3-70b.gate_up,l3-70b.down --json "$out/w4a4_band.json" >> "$log" 2>&1
   echo "w4a4 band bench: rc=$? ($(el) s)" | tee -a "$out/summary.txt"
   exit "$checks"
@@ -84,9 +84,19 @@ probe_w4a4() {
     for m in 36 40 48 56 64; do fits 65 || break
       timeout 20 "$q" tune w4a4 --m $m --n "${nk%x*}" --k "${nk#*x}" --rank 64 --group $g --interleave \
         --configs decode_16x16_k8,decode_32x32_k8,32x64x128_w1x4,64x128x128_wgmma_coop,128x128x128_wgmma_coop \
-        --json "$out/tune_w4a4_band64.jsonl" >> "$log" 2>&1
+        --json "$out/tune_w4a4.jsonl" >> "$log" 2>&1
     done; done; done
   echo "w4a4 probe ($(el) s)" | tee -a "$out/summary.txt"
+}
+probe_w4a4_ld() {
+  # W4A4 decode rows at token counts that are not a multiple of 4: the activation scales with ld = M
+  # (4-byte copies) against ld = w4a4_x_scale_ld(M) (TMA boxes), alternated twice.
+  for nk in 4096x14336 8192x28672 10240x8192; do for m in 33 37 45; do for rep in 1 2; do
+    for ld in $m $(( (m + 3) / 4 * 4 )); do fits 30 || break
+      timeout 20 "$q" tune w4a4 --m $m --n "${nk%x*}" --k "${nk#*x}" --rank 64 --group 64 --x-scale-ld $ld \
+        --configs decode_16x16_k8,decode_32x32_k8 --interleave --json "$out/tune_w4a4.jsonl" >> "$log" 2>&1
+    done; done; done; done
+  echo "w4a4 scale-ld probe ($(el) s)" | tee -a "$out/summary.txt"
 }
 checks=0
 gpu_failed=0
@@ -94,7 +104,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/summary
 # The newest change's checks first (its GPU tests, the W4A4 probe); then on the H200 the benchmark
 # (bench/results/h200 takes no other card), elsewhere the blockwise probe, the benchmark as time allows.
 if nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200; then
-  gpu_tests; probe_w4a4
+  gpu_tests; probe_w4a4_ld; probe_w4a4
   fits 200 && grid
   sweep sparse24_sweep 110 sparse24
   sweep blockwise_sweep 90 blockwise
@@ -102,7 +112,7 @@ if nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200;
   sweep blockwise_sweep_partialk 62 blockwise --sweep-layers partialk.4096x14352,l3-8b.down,partialk.4096x4112,l3-8b.o
 else
   STEPS=info "$(dirname "$0")/device_check.sh" "$out" "$B" > /dev/null; checks=$?
-  gpu_tests; probe_w4a4; probe_blockwise
+  gpu_tests; probe_w4a4_ld; probe_w4a4; probe_blockwise
   fits 250 && grid
   sweep sparse24_sweep 110 sparse24
 fi
