@@ -43,13 +43,15 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, int64
   using namespace blockwise_detail;
   const int64_t sms = sm_count;
   const int64_t n_tiles = ceil_div(N, 128);
-  // Decode sizes: the skinny kernel wins at M <= 8 with K >= 1536, at 9..16 tokens with K >= 4096
-  // where the 64-row tile has at most half the SMs' worth of CTAs, at 17..32 only where it leaves
-  // five sixths of them idle. Tiny problems (one or two N tiles) always take it: it sums each group
-  // exactly in float32.
+  // Decode sizes: the skinny kernel (K split over the SMs) wins where the 64-row tile has few CTAs:
+  // at M <= 8 with K >= 1536 where they are at most half the SMs, at 9..16 tokens with K >= 4096
+  // at most a quarter, at 17..32 at most a sixth. With more, the tile (which loads only its M rows
+  // of X) streams W as fast or faster: 0.76-1.00x the skinny kernel's time at 1-8 tokens from 80
+  // tiles, 0.90-0.95x at 12-16 tokens with 48-64. Tiny problems (one or two N tiles) always take
+  // it: it sums each group exactly in float32.
   if (M <= kSkinnyMaxM && n_tiles <= 2) return kSkinnyConfig;
-  if (M <= 8 && K >= 1536) return kSkinnyConfig;
-  if (M <= 16 && K >= 4096 && n_tiles <= sms / 2) return kSkinnyConfig;
+  if (M <= 8 && K >= 1536 && n_tiles <= sms / 2) return kSkinnyConfig;
+  if (M <= 16 && K >= 4096 && n_tiles <= sms / 4) return kSkinnyConfig;
   if (M <= kSkinnyMaxM && K >= 4096 && n_tiles <= sms / 6) return kSkinnyConfig;
   if (K <= kBlockwiseShortK) return kNarrow;
   // Rows off 128-byte lines (K % 128 != 0 packed): every TMA row of a tile spans two lines. There
@@ -131,10 +133,12 @@ int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranular
   const BlockwiseConfig& c = kBlockwiseConfigs[config];
   const int64_t reach = gw == ScaleGranularity::kGroup1x128 ? 56 : 28;  // CUTLASS's mainloop: twice
   const int64_t kb = K / kScaleGroupK;  // whole groups: the slices share them, the reduction adds a partial one
-  // One token tile at least 40 % past M streams its W tile more slowly than a full one (its empty
-  // rows still cost), so two slices pay beyond the reach, from 64 whole groups
-  // (tune_blockwise_empty_rows_split.txt; at K = 4096 two slices were 1-5 % slower).
-  const bool empty_rows = M > kBlockwiseSkinnyRuleMaxM && 5 * M <= 3 * int64_t{c.tile_m} && kb >= 2 * kMinGroups;
+  // A 128-row token tile at least 40 % past M streams its W tile more slowly than a full one, so two
+  // slices pay beyond the reach, from 64 whole groups (tune_blockwise_empty_rows_split.txt; at
+  // K = 4096 two slices were 1-5 % slower). Not the 64-row tile: loading only its M rows of X, its
+  // two slices took 0.99-1.07x the unsplit tile's time at 17-38 tokens (blockwise.json, 3 layers).
+  const bool empty_rows =
+      c.tile_m > 64 && M > kBlockwiseSkinnyRuleMaxM && 5 * M <= 3 * int64_t{c.tile_m} && kb >= 2 * kMinGroups;
   const bool reached = reach * int64_t{c.tile_m + c.tile_n} >= N + M;
   if (!reached && !empty_rows) return 1;
   // The partial group costs the reduction 1-2.5 us (N = 4096, 24-120 tokens), more than a split gains

@@ -446,20 +446,22 @@ TEST(BlockwiseHeuristic, PerRowWideTile) {
 // is short; at M <= 16 with K >= 4096 where the 64-row tile has at most half the SMs' worth of CTAs;
 // at M <= 32 with K >= 4096 where it has at most a quarter; the 64-row tile elsewhere.
 TEST(BlockwiseHeuristic, DecodeUsesTheSkinnyKernelWhereItWins) {
+  // Up to 8 tokens: the skinny kernel where the 64-row tile has at most 66 CTAs (half the SMs).
   for (int64_t M : {1, 2, 7, 8}) {
     for (auto [N, K] : {std::pair<int64_t, int64_t>{4096, 14336}, {8192, 28672}, {2112, 7168}, {4096, 7168}, {1280, 8192},
-                        {8192, 8192}, {6144, 4096}, {28672, 4096}, {57344, 8192}, {24576, 1536}, {7168, 2048},
-                        {7168, 16384}, {4096, 32768}})
+                        {8192, 8192}, {6144, 4096}, {7168, 2048}, {7168, 16384}, {4096, 32768}, {8448, 4096}})
       EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 3) << M << "x" << N << "x" << K;
-    for (auto [N, K] : {std::pair<int64_t, int64_t>{32768, 512}, {4096, 1024}})
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{32768, 512}, {4096, 1024}, {10240, 8192}, {28672, 4096},
+                        {57344, 8192}, {24576, 1536}, {8576, 4096}})
       EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 1) << M << "x" << N << "x" << K;
   }
+  // 9..16 tokens: at most 33 CTAs (a quarter), K >= 4096.
   for (int64_t M : {9, 16}) {
     for (auto [N, K] : {std::pair<int64_t, int64_t>{4096, 7168}, {4096, 14336}, {4096, 4096}, {2112, 7168}, {1280, 8192},
-                        {8192, 28672}, {8192, 8192}, {6144, 4096}, {7168, 16384}})
+                        {4224, 4096}})
       EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 3) << M << "x" << N << "x" << K;
     for (auto [N, K] : {std::pair<int64_t, int64_t>{10240, 8192}, {4096, 2048}, {7168, 2048}, {28672, 4096}, {57344, 8192},
-                        {24576, 1536}})
+                        {24576, 1536}, {8192, 28672}, {8192, 8192}, {6144, 4096}, {7168, 16384}, {4352, 4096}})
       EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 1) << M << "x" << N << "x" << K;
   }
   for (int64_t M : {17, 32}) {
@@ -711,11 +713,11 @@ TEST(BlockwiseHeuristic, SplitK) {
 TEST(BlockwiseHeuristic, SplitKTokenTileMostlyEmpty) {
   using kernels::blockwise_split_k;
   const int nr = blockwise_config_index("64x128x128_c1x1_pingpong"), sq = blockwise_config_index("128x128x128_c1x1_coop");
-  EXPECT_EQ(blockwise_split_k(17, 8192, 28672, nr, G::kBlock128x128, 132), 2);   // 64 tiles, 47 rows past M
-  EXPECT_EQ(blockwise_split_k(38, 8192, 28672, nr, G::kBlock128x128, 132), 2);
-  EXPECT_EQ(blockwise_split_k(39, 8192, 28672, nr, G::kBlock128x128, 132), 1);   // 25 of 64 rows: under 40 %
-  EXPECT_EQ(blockwise_split_k(16, 8192, 28672, nr, G::kBlock128x128, 132), 1);   // the skinny kernel's range
-  EXPECT_EQ(blockwise_split_k(30, 6144, 8192, nr, G::kPerRow, 132), 2);
+  // The 64-row tile loads only its M rows: no split beyond the reach however empty it is.
+  EXPECT_EQ(blockwise_split_k(17, 8192, 28672, nr, G::kBlock128x128, 132), 1);   // 64 tiles, 47 rows past M
+  EXPECT_EQ(blockwise_split_k(38, 8192, 28672, nr, G::kBlock128x128, 132), 1);
+  EXPECT_EQ(blockwise_split_k(39, 8192, 28672, nr, G::kBlock128x128, 132), 1);
+  EXPECT_EQ(blockwise_split_k(30, 6144, 8192, nr, G::kPerRow, 132), 1);
   EXPECT_EQ(blockwise_split_k(76, 8192, 14336, sq, G::kBlock128x128, 132), 2);  // 52 of 128 rows past M
   EXPECT_EQ(blockwise_split_k(77, 8192, 14336, sq, G::kBlock128x128, 132), 1);
   EXPECT_EQ(blockwise_split_k(50, 7168, 18432, sq, G::kGroup1x128, 132), 2);     // within the reach: as before
@@ -723,16 +725,15 @@ TEST(BlockwiseHeuristic, SplitKTokenTileMostlyEmpty) {
   EXPECT_EQ(blockwise_split_k(24, 8192, 29568, nr, G::kBlock128x128, 132), 1);   // 231 groups: not even
   EXPECT_EQ(blockwise_split_k(24, 8192, 2048, nr, G::kBlock128x128, 132), 1);    // 16 groups
   EXPECT_EQ(blockwise_split_k(24, 6144, 4096, nr, G::kBlock128x128, 132), 1);    // 32 groups: under 64
-  EXPECT_EQ(blockwise_split_k(24, 6144, 8192, nr, G::kBlock128x128, 132), 2);
+  EXPECT_EQ(blockwise_split_k(24, 6144, 8192, nr, G::kBlock128x128, 132), 1);
   EXPECT_EQ(blockwise_split_k(32, 6144, 4096, nr, G::kBlock128x128, 132), 1);
-  // What blockwise_linear runs: l3-70b.down (8192 x 28672) at 24 tokens; at 48 one 64-row tile
-  // (25 % past M), for x in 128x128 blocks too (one row of them), and beyond 128 tokens such x
-  // scales on the 128-row tile.
+  // What blockwise_linear runs: l3-70b.down (8192 x 28672) at 24 and 48 tokens one 64-row tile,
+  // unsplit, for x in 128x128 blocks too (one row of them).
   const auto plan = [](int64_t M, int64_t N, int64_t K, G gx, G gw) {
     const LinearPlan p = blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, 132);
     return std::pair<int, int>{p.config, p.split_k};
   };
-  EXPECT_EQ(plan(24, 8192, 28672, G::kGroup1x128, G::kBlock128x128), std::make_pair(nr, 2));
+  EXPECT_EQ(plan(24, 8192, 28672, G::kGroup1x128, G::kBlock128x128), std::make_pair(nr, 1));
   EXPECT_EQ(plan(48, 8192, 28672, G::kBlock128x128, G::kBlock128x128), std::make_pair(nr, 1));
   EXPECT_EQ(plan(48, 8192, 28672, G::kGroup1x128, G::kBlock128x128), std::make_pair(nr, 1));
 }
