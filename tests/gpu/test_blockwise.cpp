@@ -861,14 +861,15 @@ TEST_F(BlockwiseGpu, SplitKByHeuristic) {
     }
 }
 
-// The split rules beyond the reach: one token tile at least 40 % past M splits in two (the 64-row
-// tile at 20 tokens on 43 weight tiles; the 128-row tile, forced, at 50 on 57 with x in 128x128
-// blocks, which up to 128 tokens otherwise take the 1x128 activations' 64-row tile), and a partial
-// last group with 1x128 weight scales splits from 32 whole groups at 17-128 tokens.
+// The split rules: the 64-row tile at 20 tokens on 43 weight tiles within the reach of 1x128 weight
+// scales; beyond the reach one 128-row token tile at least 40 % past M splits in two (forced, at
+// 50 tokens on 57 tiles with x in 128x128 blocks, which up to 128 tokens otherwise take the 1x128
+// activations' 64-row tile), and a partial last group with 1x128 weight scales splits from 32
+// whole groups at 17-128 tokens.
 TEST_F(BlockwiseGpu, SplitKBeyondTheReach) {
   std::mt19937 rng(1152);
   const std::tuple<int64_t, int64_t, int64_t, G, G, DType, const char*> cases[] = {
-      {20, 5504, 8192, G::kGroup1x128, G::kBlock128x128, DType::kBF16, nullptr},
+      {20, 5504, 8192, G::kGroup1x128, G::kGroup1x128, DType::kBF16, nullptr},
       {50, 7296, 8192, G::kBlock128x128, G::kBlock128x128, DType::kF32, "128x128x128_c1x1_coop"},
       {40, 4096, 4112, G::kGroup1x128, G::kGroup1x128, DType::kBF16, nullptr}};
   for (const auto& [M, N, K, gx, gw, out, forced] : cases) {
