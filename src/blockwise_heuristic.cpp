@@ -43,14 +43,16 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, int64
   using namespace blockwise_detail;
   const int64_t sms = sm_count;
   const int64_t n_tiles = ceil_div(N, 128);
-  // Decode sizes: the skinny kernel (K split over the SMs) wins where the 64-row tile has few CTAs:
-  // at M <= 8 with K >= 1536 where they are at most half the SMs, at 9..16 tokens with K >= 4096
-  // at most a quarter, at 17..32 at most a sixth. With more, the tile (which loads only its M rows
-  // of X) streams W as fast or faster: 0.76-1.00x the skinny kernel's time at 1-8 tokens from 80
-  // tiles, 0.90-0.95x at 12-16 tokens with 48-64. Tiny problems (one or two N tiles) always take
-  // it: it sums each group exactly in float32.
+  // Decode sizes: the skinny kernel (K split over the SMs) wins where the 64-row tiles (one per N
+  // tile) leave SMs idle: at M <= 8 with K >= 1536 where they fill under 60 % of their waves' CTA
+  // slots (up to 79 tiles on 132 SMs; 148 in two waves), at 9..16 tokens with K >= 4096 where they
+  // are at most a quarter of the SMs, at 17..32 at most a sixth. Beyond, the tile (which loads only
+  // its M rows of X) streams W as fast or faster: 0.76-1.01x the skinny kernel's time at 1-8 tokens
+  // from 80 tiles in one wave, 0.90-0.99x at 10-16 tokens with 40-64. Tiny problems (one or two N
+  // tiles) always take it: it sums each group exactly in float32.
+  const bool tiles_fill_waves = 10 * n_tiles >= 6 * ceil_div(n_tiles, sms) * sms;
   if (M <= kSkinnyMaxM && n_tiles <= 2) return kSkinnyConfig;
-  if (M <= 8 && K >= 1536 && n_tiles <= sms / 2) return kSkinnyConfig;
+  if (M <= 8 && K >= 1536 && !tiles_fill_waves) return kSkinnyConfig;
   if (M <= 16 && K >= 4096 && n_tiles <= sms / 4) return kSkinnyConfig;
   if (M <= kSkinnyMaxM && K >= 4096 && n_tiles <= sms / 6) return kSkinnyConfig;
   if (K <= kBlockwiseShortK) return kNarrow;

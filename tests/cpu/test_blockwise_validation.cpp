@@ -446,13 +446,15 @@ TEST(BlockwiseHeuristic, PerRowWideTile) {
 // is short; at M <= 16 with K >= 4096 where the 64-row tile has at most half the SMs' worth of CTAs;
 // at M <= 32 with K >= 4096 where it has at most a quarter; the 64-row tile elsewhere.
 TEST(BlockwiseHeuristic, DecodeUsesTheSkinnyKernelWhereItWins) {
-  // Up to 8 tokens: the skinny kernel where the 64-row tile has at most 66 CTAs (half the SMs).
+  // Up to 8 tokens: the skinny kernel where the 64-row tiles fill under 60 % of their waves (79 of
+  // 132 SMs; 148 tiles in two waves).
   for (int64_t M : {1, 2, 7, 8}) {
     for (auto [N, K] : {std::pair<int64_t, int64_t>{4096, 14336}, {8192, 28672}, {2112, 7168}, {4096, 7168}, {1280, 8192},
-                        {8192, 8192}, {6144, 4096}, {7168, 2048}, {7168, 16384}, {4096, 32768}, {8448, 4096}})
+                        {8192, 8192}, {6144, 4096}, {7168, 2048}, {7168, 16384}, {4096, 32768}, {10112, 4096},
+                        {18944, 3584}})
       EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 3) << M << "x" << N << "x" << K;
     for (auto [N, K] : {std::pair<int64_t, int64_t>{32768, 512}, {4096, 1024}, {10240, 8192}, {28672, 4096},
-                        {57344, 8192}, {24576, 1536}, {8576, 4096}})
+                        {57344, 8192}, {24576, 1536}, {13824, 5120}, {27648, 5120}})
       EXPECT_EQ(blockwise_choose_config(M, N, K, 132), 1) << M << "x" << N << "x" << K;
   }
   // 9..16 tokens: at most 33 CTAs (a quarter), K >= 4096.
