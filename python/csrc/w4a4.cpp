@@ -244,8 +244,9 @@ std::tuple<Tensor, Tensor, OptTensor> quantize_activations(const Tensor& x, int6
       q8[i] = qsgemm::fp8_e4m3_encode(static_cast<float>(qsgemm::int4_unpack(pk[i / 2], static_cast<int>(i % 2))));
   }
   float* sp = static_cast<float*>(xs.data_ptr());
+  const int64_t ld = qsgemm::w4a4_x_scale_ld(M);  // xs's stride(1)
   for (int64_t m = 0; m < M; ++m)
-    for (int64_t g = 0; g < ng; ++g) sp[g * M + m] = rm[static_cast<size_t>(m * ng + g)];
+    for (int64_t g = 0; g < ng; ++g) sp[g * ld + m] = rm[static_cast<size_t>(m * ng + g)];
   if (q.lora && q.r > 0) {
     // X·L1ᵀ from the unquantized X, in float64, rounded once to bf16.
     const std::vector<float> l1 = to_floats(*lora_down);
@@ -353,7 +354,7 @@ std::tuple<Tensor, Tensor, OptTensor> quantize_activations(const Tensor& x, int6
   if (M == 0) return {x1, xs, x2};
   const qsgemm::MatrixView xv = matrix_view(fn, "x", x);
   float* sp = static_cast<float*>(xs.data_ptr());
-  const int64_t ld = M;
+  const int64_t ld = qsgemm::w4a4_x_scale_ld(M);  // xs's stride(1)
   if (q.lora && q.r > 0) {
     const qsgemm::MatrixView lv = matrix_view(fn, "lora_down", *lora_down);
     const qsgemm::MatrixView x2v(x2->data_ptr(), qsgemm::DType::kBF16, M, q.r);
