@@ -54,8 +54,10 @@ constexpr bool blockwise_rows_on_lines(int64_t K, int64_t ld_x, int64_t ld_w) {
 }
 
 // The configuration for Y[M,N] = X[M,K]·W[N,K]ᵀ, before the scale granularities are looked at:
-//  * decode sizes take the split-K skinny kernel where the 64-row tile would leave most SMs idle
-//    (it streams W from every SM; tune_skinny.jsonl, tune_blockwise_decode.jsonl);
+//  * decode sizes take the split-K skinny kernel where the 64-row tiles would leave SMs idle: at
+//    M <= 8 where they fill under 60 % of their waves, at 9..16 up to a quarter of the SMs, at
+//    17..32 a sixth (it streams W from every SM; tune_skinny.jsonl, tune_blockwise_decode.jsonl,
+//    blockwise.json at a18afde, bench/results/h100/tuning/tune_blockwise_decode*.jsonl);
 //  * short K (<= 512) the 64x128 ping-pong tile, which hides one warp group's epilogue under the
 //    other's MMAs (tune_blockwise_k512.txt);
 //  * rows off 128-byte lines (blockwise_rows_on_lines false: K % 128 != 0 packed, or an odd ld)
@@ -121,11 +123,10 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
 // slices runs tiles x S CTAs. Taken when one CTA per tile is clearly slower than DRAM
 // (28·(tile_m + tile_n) >= N + M, twice that with CUTLASS's slower mainloop for 1x128 weight
 // scales), at least 32 whole 128-wide groups in K, 8 per slice, and one wave. Beyond that reach,
-// two slices where the one token tile is at least 40 % past M (from 17 tokens: 64-row tiles up to
-// 38 tokens, 128-row tiles up to 76) and K has at least 64 whole groups: on 5120-8192-row weights,
-// K = 7168-27648, two slices were 1.02-1.16x faster on the 64-row tile at 18-35 tokens (1 % slower
-// once, a tie at K = 7168) and 1.06-1.36x on the 128-row tile at 18-70
-// (tune_blockwise_empty_rows_split.txt); at K = 4096 (6144 rows, 24-32 tokens) 1-5 % slower. The
+// two slices where the one 128-row token tile is at least 40 % past M (17-76 tokens) and K has at
+// least 64 whole groups: 1.06-1.36x faster at 18-70 tokens (tune_blockwise_empty_rows_split.txt).
+// The 64-row tile had the same rule until its last tile loaded only its M rows of X; since, two
+// slices took 0.99-1.07x its unsplit time at 17-38 tokens (H200 grid; 1.003-1.079x on an H100). The
 // slices hold the whole groups; a partial last group is added by the reduction kernel, so
 // K = 14352 splits like K = 14336, but only from 64 whole groups (the tail costs more than a
 // shorter K gains), except with 1x128 weight scales at 17-128 tokens (their slower unsplit

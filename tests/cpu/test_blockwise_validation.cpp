@@ -442,9 +442,9 @@ TEST(BlockwiseHeuristic, PerRowWideTile) {
       }
 }
 
-// The tuned decode rule (bench/results/h200/tuning/tune_skinny.jsonl): the skinny kernel at M <= 8 unless K
-// is short; at M <= 16 with K >= 4096 where the 64-row tile has at most half the SMs' worth of CTAs;
-// at M <= 32 with K >= 4096 where it has at most a quarter; the 64-row tile elsewhere.
+// The decode rule: the skinny kernel at M <= 8 unless K is short, where the 64-row tiles fill under
+// 60 % of their waves; at M <= 16 with K >= 4096 where they are at most a quarter of the SMs; at
+// M <= 32 with K >= 4096 at most a sixth; the 64-row tile elsewhere.
 TEST(BlockwiseHeuristic, DecodeUsesTheSkinnyKernelWhereItWins) {
   // Up to 8 tokens: the skinny kernel where the 64-row tiles fill under 60 % of their waves (79 of
   // 132 SMs; 148 tiles in two waves).

@@ -164,8 +164,6 @@ TEST(W4A4Validation, ScalesBiasOptions) {
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "is outside [-1, " + std::to_string(w4a4_num_configs()) + ")", "options.config");
 }
 
-// X1 in either staging: packed INT4 [L, D1/2] or e4m3 codes [L, D1]; an explicit configuration must
-// read the staging it is given (the heuristic only picks such rows).
 // The fast scale layout: ld >= L, a multiple of 4 floats (16-byte rows), the smallest such.
 TEST(W4A4Validation, XScaleLdPadsToSixteenBytes) {
   for (int64_t L = 0; L <= 300; ++L) {
@@ -179,6 +177,8 @@ TEST(W4A4Validation, XScaleLdPadsToSixteenBytes) {
   EXPECT_EQ(w4a4_x_scale_ld(64), 64);
 }
 
+// X1 in either staging: packed INT4 [L, D1/2] or e4m3 codes [L, D1]; an explicit configuration must
+// read the staging it is given (the heuristic only picks such rows).
 TEST(W4A4Validation, X1Staging) {
   const int wg = w4a4_config_index("128x128x128_wgmma_coop"), sq = w4a4_config_index("128x128x128_w2x4");
   Case c;
