@@ -30,6 +30,10 @@ fi
 q=$B/qsgemm
 mkdir -p "$out"
 log="$out/log.txt"
+# A CLI built without cusparseLt.h (scripts/build.sh without --bench) times no cuSPARSELt baseline.
+if grep -q "built without cusparseLt.h" "$q" 2>/dev/null; then
+  echo "WARNING: $q was built without cusparseLt.h (scripts/build.sh --bench): no cuSPARSELt baseline" | tee -a "$log" >&2
+fi
 if [ "${PART:-1}" = 2 ]; then
   # Part 2: the blockwise users grid (every scale family), then the W4A4 rows at 24-128 tokens on
   # the bench's layers (the band tiles and the staging rule, against the fit's layers of part 1).
