@@ -230,7 +230,7 @@ int bench_w4a4(const BenchOptions& options) {
         const DType staging = w4a4_x1_dtype(w4a4_plan(M, N, K, 64, W4A4Options{}, d.sm_count, kGroup));
         const bool x1_bytes_staging = staging == DType::kE4M3;
         const int64_t x1_bytes = x1_bytes_staging ? M * K : M * K / 2;
-        const int64_t ld_sx = w4a4_x_scale_ld(M);  // the scales' fastest layout
+        const int64_t ld_sx = w4a4_x_scale_ld(M);  // the layout the Python quantizer allocates
         DeviceBuffer x(static_cast<size_t>(M * K * 2)), x1(static_cast<size_t>(M * K)),
             sx(static_cast<size_t>(ng * ld_sx * 4)), xq(static_cast<size_t>(M * K)), sxq(static_cast<size_t>(M * 4)),
             x2(static_cast<size_t>(M * kMaxRank * 2)), y(static_cast<size_t>(M * N * 2));

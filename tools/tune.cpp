@@ -269,8 +269,8 @@ int tune_w4a4(int argc, char** argv, int64_t M, int64_t N, int64_t K, int sm_cou
   cudaStream_t stream;
   cudaStreamCreate(&stream);
   const int64_t ng = K / G;
-  // --x-scale-ld: the activation scales' ld (>= M); default the layout the bench uses,
-  // w4a4_x_scale_ld(M).
+  // --x-scale-ld: the activation scales' ld (>= M); default the layout the bench and the Python
+  // quantizer use, w4a4_x_scale_ld(M).
   const int64_t ld_sx = arg_int(argc, argv, "--x-scale-ld", w4a4_x_scale_ld(M));
   DeviceBuffer x1(static_cast<size_t>(M * K + 16)), w1(static_cast<size_t>(N * K / 2 + 16)),
       sx(static_cast<size_t>(4 * ld_sx * ng)), sw(static_cast<size_t>(4 * std::max<int64_t>(N * ng, 1))),

@@ -71,7 +71,7 @@ inline constexpr bool w4a4_group_is_valid(int group) { return group == 64 || gro
 
 // The leading dimension of the activation scales that w4a4_linear reads fastest: L rounded up to
 // a multiple of 4 (16-byte rows, the stride rule of a TMA map; as DeepGEMM pads its M-major
-// scales). 4 for L <= 0.
+// scales). 4 for L <= 0. The Python package's quantizer allocates its scales with this ld.
 inline constexpr int64_t w4a4_x_scale_ld(int64_t L) { return L <= 4 ? 4 : (L + 3) / 4 * 4; }
 
 // ---- configurations (one table: src/kernels/sm90/w4a4/sm90_w4a4_configs.h) --------------------

@@ -12,8 +12,8 @@
 // Packed INT4 (docs/formats.md §5) is torch.uint8 [rows, K/2] (two signed values per byte, even k
 // in the low nibble); the activations' e4m3 staging (e4m3=True) is torch.float8_e4m3fn [M, K], one
 // code in -8..7 per byte as an e4m3 value, what the wgmma kernel reads (w4a4_linear takes either).
-// Scales float32: weights [N, K/group] row-major, activations [M, K/group] M-major (strides (1, M):
-// the transpose of a contiguous [K/group, M]); x2, w2, lora_down bf16.
+// Scales float32: weights [N, K/group] row-major, activations [M, K/group] M-major (strides (1, ld),
+// ld >= M; the quantizer's ld is qsgemm::w4a4_x_scale_ld(M), M rounded up to 4); x2, w2, lora_down bf16.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -165,8 +165,10 @@ W4A4Problem check_linear(const char* fn, const Tensor& x1, const Tensor& x_scale
   return {M, N, K, r, ld_sx};
 }
 
+// M-major with the ld w4a4_linear reads fastest (qsgemm::w4a4_x_scale_ld: M rounded up to 4 floats,
+// the TMA's 16-byte stride).
 Tensor x_scale_tensor(int64_t M, int64_t ng, const Tensor& like) {
-  return empty_strided({M, ng}, {1, M > 0 ? M : 1}, dtype_codes().f32, like);
+  return empty_strided({M, ng}, {1, qsgemm::w4a4_x_scale_ld(M)}, dtype_codes().f32, like);
 }
 
 // ---- CPU kernels -----------------------------------------------------------------------------------------
@@ -242,8 +244,9 @@ std::tuple<Tensor, Tensor, OptTensor> quantize_activations(const Tensor& x, int6
       q8[i] = qsgemm::fp8_e4m3_encode(static_cast<float>(qsgemm::int4_unpack(pk[i / 2], static_cast<int>(i % 2))));
   }
   float* sp = static_cast<float*>(xs.data_ptr());
+  const int64_t ld = qsgemm::w4a4_x_scale_ld(M);  // xs's stride(1)
   for (int64_t m = 0; m < M; ++m)
-    for (int64_t g = 0; g < ng; ++g) sp[g * M + m] = rm[static_cast<size_t>(m * ng + g)];
+    for (int64_t g = 0; g < ng; ++g) sp[g * ld + m] = rm[static_cast<size_t>(m * ng + g)];
   if (q.lora && q.r > 0) {
     // X·L1ᵀ from the unquantized X, in float64, rounded once to bf16.
     const std::vector<float> l1 = to_floats(*lora_down);
@@ -351,7 +354,7 @@ std::tuple<Tensor, Tensor, OptTensor> quantize_activations(const Tensor& x, int6
   if (M == 0) return {x1, xs, x2};
   const qsgemm::MatrixView xv = matrix_view(fn, "x", x);
   float* sp = static_cast<float*>(xs.data_ptr());
-  const int64_t ld = M;
+  const int64_t ld = qsgemm::w4a4_x_scale_ld(M);  // xs's stride(1)
   if (q.lora && q.r > 0) {
     const qsgemm::MatrixView lv = matrix_view(fn, "lora_down", *lora_down);
     const qsgemm::MatrixView x2v(x2->data_ptr(), qsgemm::DType::kBF16, M, q.r);

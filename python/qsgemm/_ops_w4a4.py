@@ -16,7 +16,7 @@ Dtypes (docs/formats.md §5): packed INT4 is ``torch.uint8`` with K/2 columns (t
 ``torch.float8_e4m3fn`` [M, K], one code per byte as an e4m3 value: what the wgmma kernel reads
 (``w4a4_linear`` takes either; ``w4a4_x1_e4m3(M, N, K, group)`` says which one the library's
 heuristic prefers); scales float32, weight scales [N, K/group] row-major,
-activation scales [M, K/group] M-major (strides (1, M)); the low-rank operands x2 [M, r], w2 [N, r]
+activation scales [M, K/group] M-major (strides (1, ld), ld >= M); the low-rank operands x2 [M, r], w2 [N, r]
 and lora_down [r, K] are bfloat16; r = 0, 16, ..., 128; group 64 or 128; K % group == 0; N % 8 == 0.
 """
 
@@ -128,8 +128,9 @@ def _(w, group):
 def _(x, group, lora_down=None, e4m3=False):
     M, K = x.shape
     x1 = x.new_empty((M, K), dtype=torch.float8_e4m3fn) if e4m3 else x.new_empty((M, K // 2), dtype=torch.uint8)
-    # M-major: the transpose of a contiguous [K/group, M] (strides (1, M); (1, 1) for M == 0).
-    xs = x.new_empty_strided((M, K // group), (1, torch.sym_max(M, 1)), dtype=torch.float32)
+    # M-major, the ld padded to 4 floats as the library reads it fastest (qsgemm::w4a4_x_scale_ld):
+    # strides (1, 4 * ceil(M / 4)), (1, 4) for M <= 4.
+    xs = x.new_empty_strided((M, K // group), (1, (torch.sym_max(M, 1) + 3) // 4 * 4), dtype=torch.float32)
     x2 = None if lora_down is None else x.new_empty((M, lora_down.shape[0]), dtype=torch.bfloat16)
     return x1, xs, x2
 
@@ -161,7 +162,8 @@ def w4a4_quantize_activations(
     x: torch.Tensor, group: int = 64, lora_down: Optional[torch.Tensor] = None, e4m3: bool = False
 ) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
     """Quantize activations X [M, K] (bf16/fp16/fp32, contiguous) to INT4 groups, the low-rank
-    down-projection fused: returns (x1, x_scale float32 [M, K/group] M-major, x2 = X·lora_downᵀ
+    down-projection fused: returns (x1, x_scale float32 [M, K/group] M-major with its ld padded to a
+    multiple of 4 (the 16-byte rows w4a4_linear reads fastest), x2 = X·lora_downᵀ
     bf16 [M, r] from the unquantized X, or None without lora_down). x1 is packed uint8 [M, K/2], or
     with ``e4m3=True`` the e4m3 staging float8_e4m3fn [M, K] (the same codes, one per byte, the
     wgmma kernel's operand; see w4a4_x1_e4m3). lora_down: bf16 [r, K], r a multiple of 16 up to 128."""

@@ -64,7 +64,7 @@ def test_fake_shapes():
         x = torch.empty(5, 256, dtype=torch.float16)
         l1 = torch.empty(32, 256, dtype=torch.bfloat16)
         x1, xs, x2 = torch.ops.qsgemm.w4a4_quantize_activations(x, 64, l1)
-        assert x1.shape == (5, 128) and xs.shape == (5, 4) and xs.stride() == (1, 5)
+        assert x1.shape == (5, 128) and xs.shape == (5, 4) and xs.stride() == (1, 8)
         assert x2.shape == (5, 32) and x2.dtype == torch.bfloat16
         assert torch.ops.qsgemm.w4a4_quantize_activations(x, 64)[2] is None
         q8 = torch.ops.qsgemm.w4a4_quantize_activations(x, 64, None, True)[0]
@@ -207,7 +207,7 @@ def test_pack_and_quantize_bit_exact(dtype, group):
     l1 = torch.randn(32, 256, dtype=torch.bfloat16) * 0.1
     x1, xs, x2 = ops.w4a4_quantize_activations(x, group, l1)
     rp, rs, _ = wref.int4_quantize(x, group)
-    assert torch.equal(x1, rp) and torch.equal(xs, rs) and xs.stride() == (1, 9)
+    assert torch.equal(x1, rp) and torch.equal(xs, rs) and xs.stride() == (1, 12)
     r2 = (x.double() @ l1.double().t()).float().to(torch.bfloat16)
     assert torch.equal(x2, r2)
 
