@@ -377,6 +377,22 @@ TEST_F(W4A4Gpu, HeuristicRunsEitherStaging) {
     }
 }
 
+// The heuristic's own pick at 33..48 tokens, group 128, where its model keeps the decode row: three
+// 16-token blocks (src/w4a4_heuristic.h), on the layer of its CPU test.
+TEST_F(W4A4Gpu, HeuristicSixteenTokenRowAt33To48Group128) {
+  int dev = 0, sms = 0;
+  QSGEMM_CUDA_OK(cudaGetDevice(&dev));
+  QSGEMM_CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  std::mt19937 rng(2612);
+  for (int64_t L : {33, 44}) {
+    ASSERT_EQ(w4a4_choose_config(L, 3584, 18944, 0, sms, 128), w4a4_config_index("decode_16x16_k8")) << L;
+    Problem p{L, 3584, 18944, 128, 0, DType::kBF16};
+    p.x1 = DType::kI4x2;
+    run_problem(p, rng);
+    if (HasFailure()) return;
+  }
+}
+
 // The seed layer's proportions at a reduced size, with the heuristic's pick (large K).
 TEST_F(W4A4Gpu, LongK) {
   std::mt19937 rng(2604);
