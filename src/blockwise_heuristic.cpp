@@ -98,6 +98,14 @@ bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count, int sp
   return ctas10 >= (from_08 ? 8 : 9) * int64_t{sm_count};
 }
 
+bool blockwise_group_w_square(int64_t M, int64_t N, int64_t K, ScaleGranularity gw, int sm_count) {
+  if (gw != ScaleGranularity::kGroup1x128 || M <= 128 || K < 4096 || sm_count <= 0) return false;
+  const int64_t n_tiles = ceil_div(N, int64_t{128});
+  const int64_t waves_64 = ceil_div(ceil_div(M, int64_t{64}) * n_tiles, int64_t{sm_count});
+  const int64_t waves_128 = ceil_div(ceil_div(M, int64_t{128}) * n_tiles, int64_t{sm_count});
+  return kBlockwiseGroupWNarrowCost * static_cast<double>(waves_64) >= 2.0 * static_cast<double>(waves_128);
+}
+
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count,
                             int64_t ld_x, int64_t ld_w) {
   using namespace blockwise_detail;
@@ -111,6 +119,7 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
   // two 64-row ones (blockwise_group_w_one_tile).
   const bool one_tile = blockwise_group_w_one_tile(M, K, gw);
   if (one_tile && pick == kNarrow) pick = kSquare;
+  if (pick == kNarrow && blockwise_group_w_square(M, N, K, gw, sm_count)) pick = kSquare;
   // One 128-row tile mostly past M: two 64-row tiles, the second clamped, where that pays (the wave
   // model does not know the clamp; on the fit layers 1.05-1.27x faster at 70 and 90 tokens). Not
   // where the 128-row tiles fit in one wave and at most 47 of their rows lie past M: the 64-row
@@ -208,7 +217,15 @@ BlockwiseChoice choose_as_read(int64_t M, int64_t N, int64_t K, ScaleGranularity
 bool blockwise_expand_pays(int64_t M, int64_t N, int64_t K, const BlockwiseChoice& blocks, const BlockwiseChoice& groups,
                            int sm_count) {
   if (M <= 128 || M > kBlockwiseExpandMaxM) return false;
-  if (groups.config == blocks.config) return false;  // the same tile reads per-token scales more slowly
+  // The same tile reads per-token scales more slowly; so does its clamped twin, whose copy and scale
+  // loads cost more than the rows it saves: the 128-row tile clamped through the copy took
+  // 1.06-1.11x the plain tile's time at 150-240 tokens on four weights of other models
+  // (bench/results/h100/tuning/tune_blockwise_group_w_tiles.jsonl, block_128x128 pairs).
+  const auto unclamped = [](int c) {
+    using namespace blockwise_detail;
+    return c == kSquareClamped ? kSquare : c == kNarrowClamped ? kNarrow : c;
+  };
+  if (unclamped(groups.config) == blocks.config) return false;
   const int64_t rows_past_m = ceil_div(M, int64_t{128}) * 128 - M;
   if (rows_past_m < kBlockwiseExpandMinRowsPastM) return false;
   const int64_t waves = ceil_div(ceil_div(M, int64_t{128}) * ceil_div(N, int64_t{128}), int64_t{sm_count});

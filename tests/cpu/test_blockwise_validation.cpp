@@ -903,7 +903,11 @@ TEST(BlockwiseHeuristic, XBlocksTakeTheGroupPlanThroughTheCopy) {
         // The blocks' own plan (split as the workspace allows).
         EXPECT_TRUE(kernels::blockwise_config_reads(with_ws.config, G::kBlock128x128, G::kBlock128x128, M));
         EXPECT_EQ(with_ws.config, blocks.config);
-        if (pays) EXPECT_EQ(groups.config, blocks.config) << "pays, but the same tile";
+        // Where it would pay, the 1x128 plan is the same tile or its clamped twin (no copy for that).
+        const int twin = groups.config == kernels::blockwise_row("128x128x128_c1x1_coop_clamped")
+                             ? kernels::blockwise_row("128x128x128_c1x1_coop")
+                             : groups.config;
+        if (pays) EXPECT_EQ(twin, blocks.config) << "pays, but the same tile";
         if (M > 128) EXPECT_EQ(lp.workspace_bytes, with_ws.split_k > 1 ? size_t{4} * with_ws.split_k * M * N : 0);
       }
       // Not for 1x128 weight scales; never without a workspace.
@@ -912,9 +916,15 @@ TEST(BlockwiseHeuristic, XBlocksTakeTheGroupPlanThroughTheCopy) {
       EXPECT_FALSE(kernels::blockwise_expands_x_scales(blocks.config, G::kBlock128x128, G::kBlock128x128, M));
     }
   EXPECT_GE(expanded, 20) << "the large layers at 129-383 tokens";
-  // The grid's worst break: l3-70b.down at 160 tokens runs the clamped 128-row tile.
-  EXPECT_EQ(plan(160, 8192, 28672, G::kBlock128x128, G::kBlock128x128, true).config,
+  // l3-70b.down at 160 tokens: the 1x128 plan is the clamped 128-row tile, whose copy costs more
+  // than its rows save (1.06-1.11x the plain tile on four other weights): the plain tile, no copy.
+  EXPECT_EQ(plan(160, 8192, 28672, G::kGroup1x128, G::kBlock128x128, true).config,
             kernels::blockwise_row("128x128x128_c1x1_coop_clamped"));
+  EXPECT_EQ(plan(160, 8192, 28672, G::kBlock128x128, G::kBlock128x128, true).config,
+            kernels::blockwise_row("128x128x128_c1x1_coop"));
+  // The 64-row tiles through the copy stay (l3-70b.gate_up at 160 tokens: 2 x 448 tiles).
+  EXPECT_TRUE(kernels::blockwise_expands_x_scales(plan(160, 57344, 8192, G::kBlock128x128, G::kBlock128x128, true).config,
+                                                 G::kBlock128x128, G::kBlock128x128, 160));
   // A small layer keeps the blocks' plan (the copy would cost more than it gains).
   EXPECT_FALSE(kernels::blockwise_expands_x_scales(plan(160, 4096, 4096, G::kBlock128x128, G::kBlock128x128, true).config,
                                                   G::kBlock128x128, G::kBlock128x128, 160));
@@ -958,6 +968,47 @@ TEST(BlockwiseValidation, ForcedGroupTileWithXBlocksNeedsTheCopy) {
   c.opt.split_k = 2;
   c.opt.workspace_bytes = size_t{2} * 200 * 4096 * 4;  // the slices, not the copy after them
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "needs 6579200 bytes", "options.workspace_bytes");
+}
+
+// 1x128 weight scales beyond 128 tokens, K >= 4096: a 64-row wave costs 1.35 (not 1.2) of a
+// 128x128 wave's 2, so the 128-row tile replaces the 64-row one from a wave ratio of 1.48
+// (src/blockwise_heuristic.h). Not with 128x128 weight blocks, not at K < 4096, not at 1.33.
+TEST(BlockwiseHeuristic, GroupWeightScalesWeighTheNarrowTileHigher) {
+  using qsgemm::blockwise_plan;
+  BlockwiseOptions o;
+  const int square = kernels::blockwise_row("128x128x128_c1x1_coop");
+  const int square_c = kernels::blockwise_row("128x128x128_c1x1_coop_clamped");
+  const int narrow = kernels::blockwise_row("64x128x128_c1x1_pingpong");
+  const auto config = [&](int64_t M, int64_t N, int64_t K, G gw) {
+    return blockwise_plan(M, N, K, G::kGroup1x128, gw, o, 132).config;
+  };
+  // 59136x8192 at 296 tokens: 18 waves of 64-row tiles against 11 of 128-row ones (1.64).
+  EXPECT_TRUE(kernels::blockwise_group_w_square(296, 59136, 8192, G::kGroup1x128, 132));
+  const int c296 = config(296, 59136, 8192, G::kGroup1x128);
+  EXPECT_TRUE(c296 == square || c296 == square_c) << c296;
+  EXPECT_EQ(config(296, 59136, 8192, G::kBlock128x128), narrow);
+  // 14336x4096 at 544 tokens: 8 against 5 waves (1.6); at 416: 6 against 4 (1.5).
+  EXPECT_EQ(config(544, 14336, 4096, G::kGroup1x128), square);
+  const int c416 = config(416, 14336, 4096, G::kGroup1x128);  // 96 rows past M: clamped
+  EXPECT_TRUE(c416 == square || c416 == square_c) << c416;
+  // 5120x13824 at 800 tokens: 4 against 3 waves (1.33): the 64-row tile stays.
+  EXPECT_FALSE(kernels::blockwise_group_w_square(800, 5120, 13824, G::kGroup1x128, 132));
+  EXPECT_EQ(config(800, 5120, 13824, G::kGroup1x128), narrow);
+  // K = 3584 keeps the wave model's charge (the 64-row tile measured faster there).
+  EXPECT_FALSE(kernels::blockwise_group_w_square(296, 18944, 3584, G::kGroup1x128, 132));
+  EXPECT_EQ(config(296, 18944, 3584, G::kGroup1x128), narrow);
+  // Up to 128 tokens the one-tile rule decides; 128x128 weight blocks never.
+  EXPECT_FALSE(kernels::blockwise_group_w_square(128, 59136, 8192, G::kGroup1x128, 132));
+  EXPECT_FALSE(kernels::blockwise_group_w_square(296, 59136, 8192, G::kBlock128x128, 132));
+  // Never a worse wave count: wherever it picks the 128-row tile, the 64-row tiles need at least
+  // 1.48x its waves.
+  for (int64_t M = 129; M <= 4096; M += 7)
+    for (int64_t N : {4096, 7168, 14336, 28672, 57344})
+      if (kernels::blockwise_group_w_square(M, N, 8192, G::kGroup1x128, 132)) {
+        const int64_t nt = (N + 127) / 128;
+        const int64_t w64 = ((M + 63) / 64 * nt + 131) / 132, w128 = ((M + 127) / 128 * nt + 131) / 132;
+        EXPECT_GE(1.35 * w64, 2.0 * w128) << M << "x" << N;
+      }
 }
 
 // 1x128 weight scales at 65-128 tokens with K >= 4096: one 128-row token tile where the wave model
