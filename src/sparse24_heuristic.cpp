@@ -187,7 +187,11 @@ int64_t sparse24_oob_rows(int config, int64_t tokens) {
   const int64_t tile_n = kSparse24Configs[config].tile_n;
   if (sparse24_clamps_last_column(config)) return tokens >= tile_n ? 0 : tile_n - tokens;
   const int64_t col = token_column(config);
-  return (tokens + col - 1) / col * col - tokens;
+  const int64_t past = (tokens + col - 1) / col * col - tokens;
+  // A stream-K tile without a cluster, from one whole column on: its last column loads only its
+  // rows of X, rounded up to 8 (common/token_row_plan.h).
+  if (kSparse24Configs[config].stream_k() && kSparse24Configs[config].cluster_n == 1 && tokens >= col) return past % 8;
+  return past;
 }
 
 int64_t sparse24_main_rows(int config, int64_t tokens) { return tokens / token_column(config) * token_column(config); }
