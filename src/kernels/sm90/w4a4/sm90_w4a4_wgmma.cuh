@@ -61,6 +61,7 @@
 #include "kernels/sm90/common/consumer_cursor.cuh"
 #include "kernels/sm90/common/cutlass_smem.cuh"
 #include "kernels/sm90/w4a4/sm90_w4a4_configs.h"
+#include "kernels/sm90/w4a4/sm90_w4a4_last_column_rows.cuh"
 #include "kernels/sm90/w4a4/sm90_w4a4_ptx.cuh"
 #include "qsgemm/w4a4.h"
 #include "validate.h"
@@ -579,8 +580,12 @@ struct W4A4WgmmaGemm {
   // are data-parallel and each sums its K range in one order, so the rows that two tiles compute
   // get the same bits from both. The clamped kernel is 1-2 % slower on whole tiles, so it is a row of
   // its own (w4a4_wgmma_clamp_pays).
-  using CollectiveMainloop =
-      W4A4Mainloop<cute::conditional_t<kClamped, ClampedColumnMainloop<CutlassMainloop>, CutlassMainloop>, kClamped>;
+  // The band tiles (kTileN < 128, one column up to 112 tokens) load only their rows of X1 instead
+  // (sm90_w4a4_last_column_rows.cuh).
+  using CollectiveMainloop = W4A4Mainloop<
+      cute::conditional_t<kClamped, ClampedColumnMainloop<CutlassMainloop>,
+                          cute::conditional_t<(kTileN < 128), LastColumnRowsMainloop<CutlassMainloop>, CutlassMainloop>>,
+      kClamped>;
   using CollectiveEpilogue = cute::conditional_t<kClamped, ClampedColumnEpilogue<CutlassEpilogue>, CutlassEpilogue>;
 
   using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, CollectiveMainloop, CollectiveEpilogue>;
