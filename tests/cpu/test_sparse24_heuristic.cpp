@@ -89,8 +89,9 @@ double plan_us(int64_t M, const Shape& s, bool fast) {
 }
 
 TEST(Sparse24CostModel, OutOfBoundsRowsCostMoreThanValidOnes) {
-  // Stream-K does not clamp, but from one whole column on its last column loads only its rows of X
-  // (rounded up to 8): 288 tokens read no row past M and model as 384 (same tiles); 300 read 4.
+  // Stream-K does not clamp, but from one whole column on the 128-token tile's last column loads
+  // only its rows of X (rounded up to 8): 288 tokens read no row past M and model as 384 (same
+  // tiles); 300 read 4.
   // Below one column the whole tile's rows past M are charged (as the model was fitted).
   const int sk = sparse24_config_index("128x128x256_c1x1_coop_streamk");
   EXPECT_FALSE(kernels::sparse24_clamps_last_column(sk));
@@ -101,6 +102,8 @@ TEST(Sparse24CostModel, OutOfBoundsRowsCostMoreThanValidOnes) {
   EXPECT_DOUBLE_EQ(kernels::sparse24_model_us(sk, 288, 57344, 8192, kSms),
                    kernels::sparse24_model_us(sk, 384, 57344, 8192, kSms));
   EXPECT_GT(kernels::sparse24_model_us(sk, 100, 57344, 8192, kSms), kernels::sparse24_model_us(sk, 128, 57344, 8192, kSms));
+  // The 32-token stream-K tile keeps the charge (its rate was fitted with it): 40 tokens, 24 rows.
+  EXPECT_EQ(kernels::sparse24_oob_rows(sparse24_config_index("128x32x256_c1x1_coop_streamk"), 40), 24);
   // The data-parallel rows clamp their last column inside M: nothing past M from one tile on (the
   // cluster pair's padding column included), the rest of one tile below.
   const int c = sparse24_config_index("64x128x256_c1x1_pingpong");
