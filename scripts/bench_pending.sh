@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# One device call for docs/experiments/pending.md: the newest change's GPU tests (GPU_FILTER) and the
-# W4A4 probe (the 64-token band tile against the int4 kernels at 36-64 tokens, with the heuristic's
-# line); then on an H200 the sparse users grid (through scripts/device_check.sh: info, `qsgemm
-# verify`, the bench, the cliff check), the sparse and blockwise sweeps, the blockwise rows probe
-# (the last token tile's rows against its whole box at 1-200 tokens) and the partial-K sweep; on
-# another card the blockwise probe, then the grid and the sparse sweep as time allows. Each step
-# starts only while its estimate fits CAP (default 585 s) from the start.
+# One device call for docs/experiments/pending.md: the newest change's GPU tests (GPU_FILTER); then on
+# an H200 the benchmark: the sparse users grid (through scripts/device_check.sh: info, `qsgemm
+# verify`, the bench, the cliff check), the sparse and blockwise sweeps and the partial-K sweep (PART=2:
+# the blockwise grid and the W4A4 rows). On another card only the GPU tests (and PROBES=1's probes).
+# Each step starts only while its estimate fits CAP (default 585 s) from the start.
 #   usage: scripts/bench_pending.sh OUT_DIR [BIN_DIR=.carry]        (about 560 s; 8 files)
 #   env:   GPU_FILTER  a gtest filter of GPU tests to run first (QSGEMM_REQUIRE_GPU=1)
 #          CAP         seconds from the start after which no step starts or runs on (default 585)
 #          PART=2      the second call instead: the blockwise users grid (--all-combos) and the W4A4
 #                      rows at 24-128 tokens on the bench's layers (about 560 s; 5 files)
+#          PROBES=1    also the probes of a18afde (W4A4 scale ld and band share, blockwise rows); on
+#                      another card than an H200 only the GPU tests run without it
 # Then, here: scripts/splice_bench.py / scripts/check_cliffs.py on the JSON files, scripts/tune_ab.py
 # on tune_blockwise_rows.jsonl (the rows against their `_wholelast` twins), scripts/tune_regret.py.
 set -uo pipefail
@@ -108,17 +108,18 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/summary
 # The newest change's checks first (its GPU tests, the W4A4 probe); then on the H200 the benchmark
 # (bench/results/h200 takes no other card), elsewhere the blockwise probe, the benchmark as time allows.
 if nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200; then
-  gpu_tests; probe_w4a4_ld; probe_w4a4
+  gpu_tests
+  [ "${PROBES:-0}" = 1 ] && { probe_w4a4_ld; probe_w4a4; }
   fits 200 && grid
   sweep sparse24_sweep 110 sparse24
   sweep blockwise_sweep 90 blockwise
-  probe_blockwise
+  [ "${PROBES:-0}" = 1 ] && probe_blockwise
   sweep blockwise_sweep_partialk 62 blockwise --sweep-layers partialk.4096x14352,l3-8b.down,partialk.4096x4112,l3-8b.o
 else
+  # The benchmark takes no other card (bench/results/h200); the probes of a18afde with PROBES=1.
   STEPS=info "$(dirname "$0")/device_check.sh" "$out" "$B" > /dev/null; checks=$?
-  gpu_tests; probe_w4a4_ld; probe_w4a4; probe_blockwise
-  fits 250 && grid
-  sweep sparse24_sweep 110 sparse24
+  gpu_tests
+  [ "${PROBES:-0}" = 1 ] && { probe_w4a4_ld; probe_w4a4; probe_blockwise; fits 250 && grid; sweep sparse24_sweep 110 sparse24; }
 fi
 [ "$gpu_failed" -eq 0 ] || checks=1
 tail -c 4000000 "$log" > "$log.t" && mv "$log.t" "$log"
