@@ -115,11 +115,12 @@ constexpr bool blockwise_group_w_one_tile(int64_t M, int64_t K, ScaleGranularity
 // 1x128 weight scales beyond 128 tokens with K >= 4096: whether the 128x128 tile should replace the
 // 64-row tile that the wave model took. The 64-row tile loads a weight scale per row and K group for
 // half the rows, so with these scales a 64-row wave costs kBlockwiseGroupWNarrowCost (not 1.2) in
-// units where a 128x128 wave costs 2: on six weights of other models at 152-1184 tokens
+// units where a 128x128 wave costs 2: on seven weights of other models at 152-1184 tokens
 // (bench/results/h100/tuning/tune_blockwise_group_w_tiles.jsonl, an H100) the 128-row tile's time
-// per wave was 1.42-1.54x the 64-row tile's at K >= 4096 (1.60-1.71x at K = 3584, where the 1.2 of
-// the wave model holds). At the wave ratios 1.57-1.64 the 128-row tile ran 1.09-1.15x faster, at 1.5
-// within 2 % either way, at 1.33 1.12x slower (5120x13824 at 800 tokens), which this keeps.
+// per wave was 1.42-1.54x the 64-row tile's on the five with K >= 4096 (1.60-1.71x at K = 3584,
+// where the 1.2 of the wave model holds). At wave ratios of 1.57-1.64 the 128-row tile ran
+// 1.07-1.15x faster, at 1.5 from 2.4 % slower to 3.5 % faster, at 1.33 1.12x slower (5120x13824 at
+// 800 tokens, which this keeps on the 64-row tile).
 inline constexpr double kBlockwiseGroupWNarrowCost = 1.35;
 bool blockwise_group_w_square(int64_t M, int64_t N, int64_t K, ScaleGranularity gw, int sm_count);
 

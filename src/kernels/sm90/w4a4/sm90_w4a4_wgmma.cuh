@@ -18,7 +18,8 @@
 // kBlkN = 128 the 168 registers of a 384-thread CTA hold no more (ptxas: 168, no spills). The band
 // tiles, kBlkN = 64, 80, 96, 112, serve up to 128 tokens (one token tile): the tile holds L rounded
 // up to 16 rows, where a 128-token tile reads up to 64 rows past L, each costing more than a row inside
-// it (tuning/tune_w4a4_clamp.txt), and nothing can be clamped below 128 tokens.
+// it (tuning/tune_w4a4_clamp.txt), and nothing can be clamped below 128 tokens. Their last column
+// loads only its rows of X1 (sm90_w4a4_last_column_rows.cuh).
 //
 // mma() (replaces the base's; TMA loads, shared storage, pipeline and mma_tail are CUTLASS's):
 //  * per K tile of 128: the four k32 blocks of A are read from shared memory (16-bit loads at offsets
@@ -580,8 +581,8 @@ struct W4A4WgmmaGemm {
   // are data-parallel and each sums its K range in one order, so the rows that two tiles compute
   // get the same bits from both. The clamped kernel is 1-2 % slower on whole tiles, so it is a row of
   // its own (w4a4_wgmma_clamp_pays).
-  // The band tiles (kTileN < 128, one column up to 112 tokens) load only their rows of X1 instead
-  // (sm90_w4a4_last_column_rows.cuh).
+  // The band tiles (kTileN < 128): the last column loads only its rows of X1, not the box's rows
+  // past L (sm90_w4a4_last_column_rows.cuh).
   using CollectiveMainloop = W4A4Mainloop<
       cute::conditional_t<kClamped, ClampedColumnMainloop<CutlassMainloop>,
                           cute::conditional_t<(kTileN < 128), LastColumnRowsMainloop<CutlassMainloop>, CutlassMainloop>>,
