@@ -39,7 +39,8 @@ bool blockwise_config_supports(int config, ScaleGranularity gx, ScaleGranularity
   return gx == G::kBlock128x128 && (M < 0 || M > 128) && blockwise_config_reads(config, G::kGroup1x128, gw, M);
 }
 
-int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, int64_t ld_x, int64_t ld_w) {
+int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, int64_t ld_x, int64_t ld_w,
+                            double narrow_wave_cost) {
   using namespace blockwise_detail;
   const int64_t sms = sm_count;
   const int64_t n_tiles = ceil_div(N, 128);
@@ -65,8 +66,9 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, int64
   const int64_t waves_128 = ceil_div(ceil_div(M, 128) * n_tiles, sms);
   const int64_t waves_64 = ceil_div(ceil_div(M, 64) * n_tiles, sms);
   // Time per SM in units of one 64-row tile: a 128-row tile is two; a 64-row tile also reloads its
-  // W tile for every 64 rows, which we charge 20%.
-  if (1.2 * static_cast<double>(waves_64) < 2.0 * static_cast<double>(waves_128)) return kNarrow;
+  // W tile for every 64 rows, which we charge 20% (more with 1x128 weight scales: the caller's
+  // narrow_wave_cost, blockwise_narrow_wave_cost).
+  if (narrow_wave_cost * static_cast<double>(waves_64) < 2.0 * static_cast<double>(waves_128)) return kNarrow;
   if (M >= 4096 && (K >= 16384 || N * K >= (int64_t{1} << 28))) return kSquareC1x2;
   return kSquare;
 }
@@ -98,19 +100,11 @@ bool blockwise_clamp_pays(int64_t M, int64_t N, int tile_m, int sm_count, int sp
   return ctas10 >= (from_08 ? 8 : 9) * int64_t{sm_count};
 }
 
-bool blockwise_group_w_square(int64_t M, int64_t N, int64_t K, ScaleGranularity gw, int sm_count) {
-  if (gw != ScaleGranularity::kGroup1x128 || M <= 128 || K < 4096 || sm_count <= 0) return false;
-  const int64_t n_tiles = ceil_div(N, int64_t{128});
-  const int64_t waves_64 = ceil_div(ceil_div(M, int64_t{64}) * n_tiles, int64_t{sm_count});
-  const int64_t waves_128 = ceil_div(ceil_div(M, int64_t{128}) * n_tiles, int64_t{sm_count});
-  return kBlockwiseGroupWNarrowCost * static_cast<double>(waves_64) >= 2.0 * static_cast<double>(waves_128);
-}
-
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx, ScaleGranularity gw, int sm_count,
                             int64_t ld_x, int64_t ld_w) {
   using namespace blockwise_detail;
   gx = blockwise_tile_gx(gx, M);  // up to 128 tokens x blocks are 1x128 groups to the tiles
-  const int config = blockwise_choose_config(M, N, K, sm_count, ld_x, ld_w);
+  const int config = blockwise_choose_config(M, N, K, sm_count, ld_x, ld_w, blockwise_narrow_wave_cost(M, K, gw));
   if (gx == ScaleGranularity::kPerRow && gw == ScaleGranularity::kPerRow && K > kBlockwiseShortK &&
       blockwise_per_row_wide_tile(M, N, config, sm_count))
     return kPerRowWideConfig;
@@ -119,7 +113,6 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, ScaleGranularity gx
   // two 64-row ones (blockwise_group_w_one_tile).
   const bool one_tile = blockwise_group_w_one_tile(M, K, gw);
   if (one_tile && pick == kNarrow) pick = kSquare;
-  if (pick == kNarrow && blockwise_group_w_square(M, N, K, gw, sm_count)) pick = kSquare;
   // One 128-row tile mostly past M: two 64-row tiles, the second clamped, where that pays (the wave
   // model does not know the clamp; on the fit layers 1.05-1.27x faster at 70 and 90 tokens). Not
   // where the 128-row tiles fit in one wave and at most 47 of their rows lie past M: the 64-row

@@ -971,8 +971,9 @@ TEST(BlockwiseValidation, ForcedGroupTileWithXBlocksNeedsTheCopy) {
 }
 
 // 1x128 weight scales beyond 128 tokens, K >= 4096: a 64-row wave costs 1.35 (not 1.2) of a
-// 128x128 wave's 2, so the 128-row tile replaces the 64-row one from a wave ratio of 1.48
-// (src/blockwise_heuristic.h). Not with 128x128 weight blocks, not at K < 4096, not at 1.33.
+// 128x128 wave's 2 in the wave model, so the 128-row tile takes over from a wave ratio of 1.48
+// (src/blockwise_heuristic.h). Not with 128x128 weight blocks, not at K < 4096, not at 1.33; from
+// 4096 tokens on large weights the model's 1x2 cluster, as with any scales.
 TEST(BlockwiseHeuristic, GroupWeightScalesWeighTheNarrowTileHigher) {
   using qsgemm::blockwise_plan;
   BlockwiseOptions o;
@@ -982,8 +983,11 @@ TEST(BlockwiseHeuristic, GroupWeightScalesWeighTheNarrowTileHigher) {
   const auto config = [&](int64_t M, int64_t N, int64_t K, G gw) {
     return blockwise_plan(M, N, K, G::kGroup1x128, gw, o, 132).config;
   };
+  EXPECT_EQ(kernels::blockwise_narrow_wave_cost(296, 8192, G::kGroup1x128), kernels::kBlockwiseGroupWNarrowCost);
+  EXPECT_EQ(kernels::blockwise_narrow_wave_cost(296, 8192, G::kBlock128x128), 1.2);
+  EXPECT_EQ(kernels::blockwise_narrow_wave_cost(296, 3584, G::kGroup1x128), 1.2);
+  EXPECT_EQ(kernels::blockwise_narrow_wave_cost(128, 8192, G::kGroup1x128), 1.2);
   // 59136x8192 at 296 tokens: 18 waves of 64-row tiles against 11 of 128-row ones (1.64).
-  EXPECT_TRUE(kernels::blockwise_group_w_square(296, 59136, 8192, G::kGroup1x128, 132));
   const int c296 = config(296, 59136, 8192, G::kGroup1x128);
   EXPECT_TRUE(c296 == square || c296 == square_c) << c296;
   EXPECT_EQ(config(296, 59136, 8192, G::kBlock128x128), narrow);
@@ -992,23 +996,22 @@ TEST(BlockwiseHeuristic, GroupWeightScalesWeighTheNarrowTileHigher) {
   const int c416 = config(416, 14336, 4096, G::kGroup1x128);  // 96 rows past M: clamped
   EXPECT_TRUE(c416 == square || c416 == square_c) << c416;
   // 5120x13824 at 800 tokens: 4 against 3 waves (1.33): the 64-row tile stays.
-  EXPECT_FALSE(kernels::blockwise_group_w_square(800, 5120, 13824, G::kGroup1x128, 132));
   EXPECT_EQ(config(800, 5120, 13824, G::kGroup1x128), narrow);
   // K = 3584 keeps the wave model's charge (the 64-row tile measured faster there).
-  EXPECT_FALSE(kernels::blockwise_group_w_square(296, 18944, 3584, G::kGroup1x128, 132));
   EXPECT_EQ(config(296, 18944, 3584, G::kGroup1x128), narrow);
-  // Up to 128 tokens the one-tile rule decides; 128x128 weight blocks never.
-  EXPECT_FALSE(kernels::blockwise_group_w_square(128, 59136, 8192, G::kGroup1x128, 132));
-  EXPECT_FALSE(kernels::blockwise_group_w_square(296, 59136, 8192, G::kBlock128x128, 132));
-  // Never a worse wave count: wherever it picks the 128-row tile, the 64-row tiles need at least
-  // 1.48x its waves.
+  // From 4096 tokens a large weight takes the 1x2 cluster as with 128x128 weight blocks, not the
+  // 1x1 128-row tile (57344x8192 at 4200 tokens: 119 against 66 waves, ratio 1.8).
+  EXPECT_EQ(config(4200, 57344, 8192, G::kGroup1x128), config(4200, 57344, 8192, G::kBlock128x128));
+  // Where 1x128 weights take a 128-row tile and 128x128 blocks the 64-row one, the 64-row tiles
+  // need at least 1.48x the 128-row tiles' waves; below 1.48 both pairs take the same tile.
   for (int64_t M = 129; M <= 4096; M += 7)
-    for (int64_t N : {4096, 7168, 14336, 28672, 57344})
-      if (kernels::blockwise_group_w_square(M, N, 8192, G::kGroup1x128, 132)) {
-        const int64_t nt = (N + 127) / 128;
-        const int64_t w64 = ((M + 63) / 64 * nt + 131) / 132, w128 = ((M + 127) / 128 * nt + 131) / 132;
-        EXPECT_GE(1.35 * w64, 2.0 * w128) << M << "x" << N;
-      }
+    for (int64_t N : {4096, 7168, 14336, 28672, 57344}) {
+      const int cg = config(M, N, 8192, G::kGroup1x128), cb = config(M, N, 8192, G::kBlock128x128);
+      const int64_t nt = (N + 127) / 128;
+      const int64_t w64 = ((M + 63) / 64 * nt + 131) / 132, w128 = ((M + 127) / 128 * nt + 131) / 132;
+      if (cb == narrow && cg != narrow) EXPECT_GE(1.35 * w64, 2.0 * w128) << M << "x" << N;
+      if (1.35 * w64 < 2.0 * w128) EXPECT_EQ(cg == narrow, cb == narrow) << M << "x" << N;
+    }
 }
 
 // 1x128 weight scales at 65-128 tokens with K >= 4096: one 128-row token tile where the wave model
