@@ -275,7 +275,7 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
     kernels::run_blockwise_expand_x_scales(x_scale.data, M, k_groups, groups, stream, fn);
     a.x_scale = groups;
     a.gx = G::kGroup1x128;
-    a.ld_x_scale = kernels::blockwise_expanded_x_ld(M);
+    a.ld_x_scale = m_major_scale_ld(M);
   } else if (!kernels::blockwise_config_reads(plan.config, gx, gw)) {
     // Up to 128 tokens x blocks are one row [ceil(K/128)]: the tiles of 1x128 groups read it with
     // a row stride of 0 (blockwise_tile_gx).

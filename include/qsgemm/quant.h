@@ -42,6 +42,12 @@ struct ScaleView {
 // allocate their e4m3 outputs with this stride; C++ callers pass it as the q view's ld.
 constexpr int64_t fp8_row_ld(int64_t K) noexcept { return K % 128 == 0 ? K : (K / 128 + 1) * 128; }
 
+// The leading dimension (floats) to give M-major activation scales [groups][ld >= M] where a GEMM
+// loads them by TMA (w4a4_linear's, blockwise_linear's expanded copy of x blocks): M rounded up to
+// a multiple of 4, so that every group's column starts 16 bytes after the last (the stride rule of
+// a TMA map; DeepGEMM pads its M-major scales the same way). 4 for M <= 4.
+constexpr int64_t m_major_scale_ld(int64_t M) noexcept { return M <= 4 ? 4 : (M + 3) / 4 * 4; }
+
 // Dynamic per-token (kPerRow) FP8 quantization of activations.
 //   x:      bf16 or fp16 [M, K], row-major, ld >= K, 16-byte aligned base, ld a multiple of 8;
 //           K % 8 == 0 (each thread moves 8 elements).

@@ -45,6 +45,7 @@
 #include <string>
 
 #include "qsgemm/linear.h"
+#include "qsgemm/quant.h"
 #include "qsgemm/tensor.h"
 
 namespace qsgemm {
@@ -69,10 +70,10 @@ inline constexpr bool w4a4_group_is_valid(int group) { return group == 64 || gro
 //       on the device: a zero, negative or non-finite scale gives a wrong (not a trapped) result.
 //   Extents: L, D, D1 < 2^31.
 
-// The leading dimension of the activation scales that w4a4_linear reads fastest: L rounded up to
-// a multiple of 4 (16-byte rows, the stride rule of a TMA map; as DeepGEMM pads its M-major
-// scales). 4 for L <= 0. The Python package's quantizer allocates its scales with this ld.
-inline constexpr int64_t w4a4_x_scale_ld(int64_t L) { return L <= 4 ? 4 : (L + 3) / 4 * 4; }
+// The leading dimension of the activation scales that w4a4_linear reads fastest:
+// m_major_scale_ld(L) (qsgemm/quant.h), L rounded up to a multiple of 4. The Python package's
+// quantizer allocates its scales with this ld.
+inline constexpr int64_t w4a4_x_scale_ld(int64_t L) { return m_major_scale_ld(L); }
 
 // ---- configurations (one table: src/kernels/sm90/w4a4/sm90_w4a4_configs.h) --------------------
 int w4a4_num_configs();

@@ -164,10 +164,12 @@ TEST(W4A4Validation, ScalesBiasOptions) {
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "is outside [-1, " + std::to_string(w4a4_num_configs()) + ")", "options.config");
 }
 
-// The fast scale layout: ld >= L, a multiple of 4 floats (16-byte rows), the smallest such.
+// The fast scale layout (m_major_scale_ld, which blockwise_linear's expanded copy of x blocks uses
+// too): ld >= L, a multiple of 4 floats (16-byte rows), the smallest such.
 TEST(W4A4Validation, XScaleLdPadsToSixteenBytes) {
   for (int64_t L = 0; L <= 300; ++L) {
-    const int64_t ld = w4a4_x_scale_ld(L);
+    const int64_t ld = m_major_scale_ld(L);
+    EXPECT_EQ(w4a4_x_scale_ld(L), ld) << "L=" << L;
     EXPECT_GE(ld, std::max<int64_t>(L, 1)) << "L=" << L;
     EXPECT_EQ(ld % 4, 0) << "L=" << L;
     EXPECT_LT(ld - L, 4 + (L == 0)) << "L=" << L;

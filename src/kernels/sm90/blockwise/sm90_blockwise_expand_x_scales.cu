@@ -23,7 +23,7 @@ __global__ void expand_x_scales(const float* __restrict__ blocks, int64_t M, int
 
 void run_blockwise_expand_x_scales(const float* blocks, int64_t M, int64_t k_groups, float* groups,
                                    cudaStream_t stream, const char* fn) {
-  const int64_t ld = blockwise_expanded_x_ld(M);
+  const int64_t ld = m_major_scale_ld(M);
   const int64_t total = ld * k_groups;
   if (total <= 0) return;
   constexpr int kThreads = 256;

@@ -9,18 +9,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "qsgemm/quant.h"
+
 namespace qsgemm::kernels {
 
-// Row stride of the expanded copy: M rounded up to 4 floats, so that every K group's column starts
-// 16-byte aligned.
-constexpr int64_t blockwise_expanded_x_ld(int64_t M) { return (M + 3) / 4 * 4; }
-// Bytes of the expanded copy of M tokens' scales over k_groups K groups.
+// Bytes of the expanded copy of M tokens' scales over k_groups K groups; its row stride is
+// m_major_scale_ld(M) (qsgemm/quant.h: every K group's column 16-byte aligned, as the TMA loads it).
 constexpr size_t blockwise_expanded_x_bytes(int64_t M, int64_t k_groups) {
-  return static_cast<size_t>(blockwise_expanded_x_ld(M)) * static_cast<size_t>(k_groups) * sizeof(float);
+  return static_cast<size_t>(m_major_scale_ld(M)) * static_cast<size_t>(k_groups) * sizeof(float);
 }
 
 // groups[g · ld + m] = blocks[(m / 128) · k_groups + g] for m < M, g < k_groups (ld =
-// blockwise_expanded_x_ld(M)); blocks is [ceil(M/128)][k_groups] row-major. One kernel on `stream`;
+// m_major_scale_ld(M)); blocks is [ceil(M/128)][k_groups] row-major. One kernel on `stream`;
 // fn names the API function for errors.
 void run_blockwise_expand_x_scales(const float* blocks, int64_t M, int64_t k_groups, float* groups,
                                    cudaStream_t stream, const char* fn);
