@@ -15,7 +15,8 @@ namespace qsgemm::kernels::sm90_blockwise {
 
 template <class Base, bool kBaseClamps>
 struct LastTileRowsMainloop
-    : TokenRowsMainloop<Base, 0, kBaseClamps, cute::is_same_v<typename Base::GmemTiledCopyA, cute::SM90_TMA_LOAD>> {
+    : TokenRowsMainloop<LastTileRowsMainloop<Base, kBaseClamps>, Base, 0, kBaseClamps,
+                        cute::is_same_v<typename Base::GmemTiledCopyA, cute::SM90_TMA_LOAD>> {
   using Rows = typename LastTileRowsMainloop::TokenRowsMainloop;
   using typename Base::MainloopPipeline;
   using typename Base::PipelineState;
@@ -25,47 +26,41 @@ struct LastTileRowsMainloop
   static_assert(!Base::IsTmaLoadSFA && !Base::IsTmaLoadSFB,
                 "the last tile's load issues no scale TMA: the scales must come from the auxiliary warp");
 
-  // Tiles before the last: the base's load. The last: CUTLASS's blockwise load (W by TMA, its
-  // multicast over a cluster along M included) with X through the last tile's map.
+  // The last tile's load (TokenRowsMainloop::load keeps the base's for the others): CUTLASS's
+  // blockwise load (W by TMA, its multicast over a cluster along M included) with X through the
+  // last tile's map.
   template <class... Ts, class KTileIterator, class BlockCoord>
-  CUTLASS_DEVICE void load(Params const& params, MainloopPipeline pipeline, PipelineState smem_pipe_write,
-                           cute::tuple<Ts...> const& load_inputs, BlockCoord const& blk_coord,
-                           KTileIterator k_tile_iter, int k_tile_count, int thread_idx, uint32_t block_rank_in_cluster,
-                           TensorStorage& shared_tensors) {
+  CUTLASS_DEVICE void load_last_tile(Params const& params, MainloopPipeline pipeline, PipelineState smem_pipe_write,
+                                     cute::tuple<Ts...> const& load_inputs, BlockCoord const& blk_coord,
+                                     KTileIterator k_tile_iter, int k_tile_count, uint32_t block_rank_in_cluster,
+                                     TensorStorage& shared_tensors) {
     auto [m_coord, n_coord, k_coord, l_coord] = blk_coord;
-    if (Rows::base_loads(params, static_cast<int32_t>(m_coord))) {
-      Base::load(params, pipeline, smem_pipe_write, load_inputs, blk_coord, k_tile_iter, k_tile_count, thread_idx,
-                 block_rank_in_cluster, shared_tensors);
-      return;
+    using namespace cute;
+    const int lane_predicate = cute::elect_one_sync();
+    constexpr uint32_t cluster_x = size<0>(typename Base::DispatchPolicy::ClusterShape{});
+    Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), typename Base::SmemLayoutA{});
+    Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), typename Base::SmemLayoutB{});
+    auto block_tma_b = params.tma_load_b.get_slice(block_rank_in_cluster % cluster_x);
+    Tensor tBgB = block_tma_b.partition_S(get<1>(load_inputs)(_, _, n_coord, _, l_coord));
+    Tensor tBsB = block_tma_b.partition_D(sB);
+    uint16_t mcast_mask_b = 0;
+    if constexpr (is_same_v<typename Base::GmemTiledCopyB, SM90_TMA_LOAD_MULTICAST>) {
+      auto block_layout = Layout<typename Base::DispatchPolicy::ClusterShape>{};
+      for (int m = 0; m < size<0>(block_layout); ++m)
+        mcast_mask_b |= uint16_t(1) << block_layout(m, block_rank_in_cluster / cluster_x, Int<0>{});
     }
-    if constexpr (Rows::kRowsEnabled) {
-      using namespace cute;
-      const int lane_predicate = cute::elect_one_sync();
-      constexpr uint32_t cluster_x = size<0>(typename Base::DispatchPolicy::ClusterShape{});
-      Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), typename Base::SmemLayoutA{});
-      Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), typename Base::SmemLayoutB{});
-      auto block_tma_b = params.tma_load_b.get_slice(block_rank_in_cluster % cluster_x);
-      Tensor tBgB = block_tma_b.partition_S(get<1>(load_inputs)(_, _, n_coord, _, l_coord));
-      Tensor tBsB = block_tma_b.partition_D(sB);
-      uint16_t mcast_mask_b = 0;
-      if constexpr (is_same_v<typename Base::GmemTiledCopyB, SM90_TMA_LOAD_MULTICAST>) {
-        auto block_layout = Layout<typename Base::DispatchPolicy::ClusterShape>{};
-        for (int m = 0; m < size<0>(block_layout); ++m)
-          mcast_mask_b |= uint16_t(1) << block_layout(m, block_rank_in_cluster / cluster_x, Int<0>{});
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (; k_tile_count > 0; --k_tile_count) {
+      pipeline.producer_acquire(smem_pipe_write);
+      const int stage = smem_pipe_write.index();
+      auto* tma_barrier = pipeline.producer_get_barrier(smem_pipe_write);
+      if (lane_predicate) {
+        load_token_rows<Rows::kTileTokens, Rows::kTileK>(params.rows, sA(_, _, stage), *k_tile_iter,
+                                                         static_cast<int>(l_coord), tma_barrier);
+        copy(params.tma_load_b.with(*tma_barrier, mcast_mask_b), tBgB(_, _, _, *k_tile_iter), tBsB(_, _, _, stage));
       }
-      CUTLASS_PRAGMA_NO_UNROLL
-      for (; k_tile_count > 0; --k_tile_count) {
-        pipeline.producer_acquire(smem_pipe_write);
-        const int stage = smem_pipe_write.index();
-        auto* tma_barrier = pipeline.producer_get_barrier(smem_pipe_write);
-        if (lane_predicate) {
-          load_token_rows<Rows::kTileTokens, Rows::kTileK>(params.rows, sA(_, _, stage), *k_tile_iter,
-                                                           static_cast<int>(l_coord), tma_barrier);
-          copy(params.tma_load_b.with(*tma_barrier, mcast_mask_b), tBgB(_, _, _, *k_tile_iter), tBsB(_, _, _, stage));
-        }
-        ++k_tile_iter;
-        ++smem_pipe_write;
-      }
+      ++k_tile_iter;
+      ++smem_pipe_write;
     }
   }
 };

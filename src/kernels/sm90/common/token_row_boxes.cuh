@@ -62,14 +62,16 @@ inline TokenRowLoad make_token_row_load(const void* x, int64_t m_tok, int64_t k,
   return t;
 }
 
-// The part of the mainloop wrappers that the families share (the blockwise one,
-// sm90_blockwise_last_tile_rows.cuh, and the sparse one, sm90_sparse24_last_column_rows.cuh): the
-// arguments, the parameters with the last tile's map, and which tiles keep the base's load. Each
-// family's wrapper derives from it and writes its load() for the last tile. kTokenMode: the problem
-// mode of the tokens (0: M, X is CUTLASS's A; 1: N, X is B). kBaseClamps: Base moves its last token
-// tile back inside M (clamped_token_column.cuh), so from M >= the tile on it is whole. kEnabled:
-// X is not multicast over a cluster (CTAs would load slices of one box for each other).
-template <class Base, int kTokenMode, bool kBaseClamps, bool kEnabled>
+// The part of the mainloop wrappers that the families share (blockwise:
+// sm90_blockwise_last_tile_rows.cuh; sparse: sm90_sparse24_last_column_rows.cuh; W4A4:
+// sm90_w4a4_last_column_rows.cuh): the arguments, the parameters with the last tile's map, and the
+// producer's load(), which keeps the base's load for every tile but the last. Each family's wrapper
+// (Derived, CRTP) derives from it and writes load_last_tile(): the base's load of the weight with X
+// through load_token_rows. kTokenMode: the problem mode of the tokens (0: M, X is CUTLASS's A; 1: N,
+// X is B). kBaseClamps: Base moves its last token tile back inside M (clamped_token_column.cuh), so
+// from M >= the tile on it is whole. kEnabled: X is not multicast over a cluster (CTAs would load
+// slices of one box for each other); where it is, load_last_tile is never instantiated.
+template <class Derived, class Base, int kTokenMode, bool kBaseClamps, bool kEnabled>
 struct TokenRowsMainloop : Base {
   static constexpr bool kRowsEnabled = kEnabled;
   static constexpr int kTileTokens = cute::size<kTokenMode>(typename Base::TileShape{});
@@ -119,6 +121,23 @@ struct TokenRowsMainloop : Base {
   // last, and every tile where the plan keeps the whole box).
   CUTLASS_DEVICE static bool base_loads(Params const& params, int32_t coord) {
     return !kEnabled || params.rows.box_rows < 0 || coord < params.rows.last;
+  }
+
+  // The producer warp's load, as the kernel calls CUTLASS's: the base's for the tiles before the
+  // last (and where the plan keeps the whole box), Derived::load_last_tile for the last.
+  template <class... Ts, class KTileIterator, class BlockCoord>
+  CUTLASS_DEVICE void load(Params const& params, typename Base::MainloopPipeline pipeline,
+                           typename Base::PipelineState smem_pipe_write, cute::tuple<Ts...> const& load_inputs,
+                           BlockCoord const& blk_coord, KTileIterator k_tile_iter, int k_tile_count, int thread_idx,
+                           uint32_t block_rank_in_cluster, typename Base::TensorStorage& shared_tensors) {
+    if (base_loads(params, static_cast<int32_t>(cute::get<kTokenMode>(blk_coord)))) {
+      Base::load(params, pipeline, smem_pipe_write, load_inputs, blk_coord, k_tile_iter, k_tile_count, thread_idx,
+                 block_rank_in_cluster, shared_tensors);
+      return;
+    }
+    if constexpr (kEnabled)
+      static_cast<Derived*>(this)->load_last_tile(params, pipeline, smem_pipe_write, load_inputs, blk_coord,
+                                                  k_tile_iter, k_tile_count, block_rank_in_cluster, shared_tensors);
   }
 };
 

@@ -17,7 +17,8 @@ namespace qsgemm::kernels::sm90_w4a4_wgmma {
 
 template <class Base>
 struct LastColumnRowsMainloop
-    : TokenRowsMainloop<Base, 1, false, cute::is_same_v<typename Base::GmemTiledCopyB, cute::SM90_TMA_LOAD>> {
+    : TokenRowsMainloop<LastColumnRowsMainloop<Base>, Base, 1, false,
+                        cute::is_same_v<typename Base::GmemTiledCopyB, cute::SM90_TMA_LOAD>> {
   using Rows = typename LastColumnRowsMainloop::TokenRowsMainloop;
   using typename Base::MainloopPipeline;
   using typename Base::PipelineState;
@@ -28,41 +29,34 @@ struct LastColumnRowsMainloop
                 "A and B only: the last column's load issues no scale TMA");
   static_assert(cute::size(typename Base::DispatchPolicy::ClusterShape{}) == 1, "no cluster: W's load is not multicast");
 
-  // Columns before the last: the base's load. The last: CUTLASS's mixed-input load of the packed
-  // weight (A) with X1 through the last column's map.
+  // The last column's load (TokenRowsMainloop::load keeps the base's for the others): CUTLASS's
+  // mixed-input load of the packed weight (A) with X1 through the last column's map.
   template <class... Ts, class KTileIterator, class BlockCoord>
-  CUTLASS_DEVICE void load(Params const& params, MainloopPipeline pipeline, PipelineState smem_pipe_write,
-                           cute::tuple<Ts...> const& load_inputs, BlockCoord const& blk_coord,
-                           KTileIterator k_tile_iter, int k_tile_count, int thread_idx, uint32_t block_rank_in_cluster,
-                           TensorStorage& shared_tensors) {
+  CUTLASS_DEVICE void load_last_tile(Params const& params, MainloopPipeline pipeline, PipelineState smem_pipe_write,
+                                     cute::tuple<Ts...> const& load_inputs, BlockCoord const& blk_coord,
+                                     KTileIterator k_tile_iter, int k_tile_count, uint32_t block_rank_in_cluster,
+                                     TensorStorage& shared_tensors) {
     auto [m_coord, n_coord, k_coord, l_coord] = blk_coord;
-    if (Rows::base_loads(params, static_cast<int32_t>(n_coord))) {
-      Base::load(params, pipeline, smem_pipe_write, load_inputs, blk_coord, k_tile_iter, k_tile_count, thread_idx,
-                 block_rank_in_cluster, shared_tensors);
-      return;
-    }
-    if constexpr (Rows::kRowsEnabled) {
-      using namespace cute;
-      // A as the base partitions it (a position-independent swizzle over the INT4 stages).
-      Tensor sA = as_position_independent_swizzle_tensor(
-          make_tensor(make_smem_ptr(shared_tensors.smem_A.begin()), typename Base::SmemLayoutA{}));
-      Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.begin()), typename Base::SmemLayoutB{});
-      auto block_tma_a = params.tma_load_a.get_slice(0);
-      Tensor tAgA = block_tma_a.partition_S(get<0>(load_inputs)(_, _, m_coord, _, l_coord));
-      Tensor tAsA = block_tma_a.partition_D(sA);
-      CUTLASS_PRAGMA_NO_UNROLL
-      for (; k_tile_count > 0; --k_tile_count) {
-        pipeline.producer_acquire(smem_pipe_write);
-        auto* tma_barrier = pipeline.producer_get_barrier(smem_pipe_write);
-        const int stage = smem_pipe_write.index();
-        if (cute::elect_one_sync()) {
-          copy(params.tma_load_a.with(*tma_barrier, uint16_t(0)), tAgA(_, _, _, *k_tile_iter), tAsA(_, _, _, stage));
-          load_token_rows<Rows::kTileTokens, Rows::kTileK>(params.rows, sB(_, _, stage), *k_tile_iter,
-                                                           static_cast<int>(l_coord), tma_barrier);
-        }
-        ++k_tile_iter;
-        ++smem_pipe_write;
+    using namespace cute;
+    // A as the base partitions it (a position-independent swizzle over the INT4 stages).
+    Tensor sA = as_position_independent_swizzle_tensor(
+        make_tensor(make_smem_ptr(shared_tensors.smem_A.begin()), typename Base::SmemLayoutA{}));
+    Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.begin()), typename Base::SmemLayoutB{});
+    auto block_tma_a = params.tma_load_a.get_slice(0);
+    Tensor tAgA = block_tma_a.partition_S(get<0>(load_inputs)(_, _, m_coord, _, l_coord));
+    Tensor tAsA = block_tma_a.partition_D(sA);
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (; k_tile_count > 0; --k_tile_count) {
+      pipeline.producer_acquire(smem_pipe_write);
+      auto* tma_barrier = pipeline.producer_get_barrier(smem_pipe_write);
+      const int stage = smem_pipe_write.index();
+      if (cute::elect_one_sync()) {
+        copy(params.tma_load_a.with(*tma_barrier, uint16_t(0)), tAgA(_, _, _, *k_tile_iter), tAsA(_, _, _, stage));
+        load_token_rows<Rows::kTileTokens, Rows::kTileK>(params.rows, sB(_, _, stage), *k_tile_iter,
+                                                         static_cast<int>(l_coord), tma_barrier);
       }
+      ++k_tile_iter;
+      ++smem_pipe_write;
     }
   }
 };
