@@ -59,14 +59,15 @@ int sparse24_heuristic_stream_k(int64_t M_tokens, int64_t N_out, int sm_count) {
   return -1;
 }
 
-int sparse24_narrow_token_tile(int config, int64_t M_tokens) {
-  using namespace sparse24_detail;
-  const bool pingpong = config == kDefault[0].index || config == kFast[0].index;
-  if (pingpong || config == kStreamK128x32) {
-    if (M_tokens <= 8) return pingpong ? kPingpong64x8 : kStreamK128x8;
-    if (M_tokens <= 16) return pingpong ? kPingpong64x16 : kStreamK128x16;
-  }
-  return config;
+bool sparse24_two_column_band(int64_t M_tokens, int64_t N_out, int sm_count) {
+  return M_tokens > 32 && M_tokens <= 64 && (N_out + 63) / 64 >= sm_count;
+}
+
+bool sparse24_two_narrow_columns(int64_t M_tokens, int64_t N_out, int sm_count) {
+  if (!sparse24_two_column_band(M_tokens, N_out, sm_count)) return false;
+  const int64_t sms = sm_count, rows64 = (N_out + 63) / 64;
+  const int64_t waves32 = (2 * rows64 + sms - 1) / sms, waves64 = (rows64 + sms - 1) / sms;
+  return 10 * waves32 < 19 * waves64;
 }
 
 bool sparse24_skinny_decode(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count) {
@@ -84,7 +85,7 @@ int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count,
     const int c = sparse24_heuristic_stream_k(M_tokens, N_out, sm_count);
     // 128x128 stream-K below kSk128MinTokens: too many out-of-bounds rows (above); promoted mode only.
     const bool oob_heavy = c == sparse24_detail::kStreamK128x128 && !fast_accum && M_tokens < kSk128MinTokens;
-    if (c >= 0 && !oob_heavy) return sparse24_narrow_token_tile(c, M_tokens);
+    if (c >= 0 && !oob_heavy) return c;
   }
   const int64_t sms = sm_count;
   auto tiles = [&](const Tile& t) { return ((N_out + t.tile_m - 1) / t.tile_m) * ((M_tokens + t.tile_n - 1) / t.tile_n); };
@@ -94,13 +95,13 @@ int sparse24_heuristic(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count,
   const Tile* family = fast_accum ? sparse24_detail::kFast : sparse24_detail::kDefault;
   int i;  // by tokens
   if (M_tokens <= 32) i = 0;
-  else if (M_tokens <= 64) i = 1;
+  else if (M_tokens <= 64) i = sparse24_two_narrow_columns(M_tokens, N_out, sm_count) ? 0 : 1;
   else if (M_tokens <= 128) i = 2;
   else if (!fast_accum || M_tokens <= 256) i = 3;
   else i = 4;
   // by weight rows: at least half as many tiles as SMs
   while (i > 0 && 2 * tiles(family[i]) < sms) --i;
-  return sparse24_narrow_token_tile(family[i].index, M_tokens);
+  return family[i].index;
 }
 
 int sparse24_split_k(int64_t M_tokens, int64_t N_out, int64_t K, int tile_m, int tile_n, int sm_count) {
@@ -120,10 +121,8 @@ TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out) {
 namespace {
 
 // What the heuristic takes at M <= 32 when it does not take the decode kernel: the 64x32 tile of the
-// accumulation mode, or its 8- or 16-token sibling (sparse24_narrow_token_tile).
-int narrow_tile(bool fast_accum, int64_t M) {
-  return sparse24_narrow_token_tile((fast_accum ? sparse24_detail::kFast : sparse24_detail::kDefault)[0].index, M);
-}
+// accumulation mode.
+int narrow_tile(bool fast_accum) { return (fast_accum ? sparse24_detail::kFast : sparse24_detail::kDefault)[0].index; }
 
 // The library's split of `config` (split_k = 0, with a workspace): the rule of sparse24_split_k for
 // a data-parallel configuration; where the heuristic took the decode kernel, the split 64x32 tile
@@ -132,7 +131,7 @@ Sparse24Choice library_split(int64_t M, int64_t N, int64_t K, int config, bool f
   const Sparse24ConfigRow& c = kSparse24Configs[config];
   if (c.splittable()) return {config, sparse24_split_k(M, N, K, c.tile_m, c.tile_n, sm_count)};
   if (c.skinny()) {
-    const int alt = narrow_tile(fast_accum, M);
+    const int alt = narrow_tile(fast_accum);
     const Sparse24ConfigRow& r = kSparse24Configs[alt];
     const int s = sparse24_split_k(M, N, K, r.tile_m, r.tile_n, sm_count);
     if (s > 1) return {alt, s};
@@ -291,7 +290,7 @@ Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int 
   p.config = config >= 0 ? config : sparse24_heuristic(M, N, K, sm_count, fast_accum, with_workspace && split_k < 2);
   if (split_k >= 2) {
     // Where the heuristic took the decode kernel: the tile it would take otherwise.
-    if (config < 0 && kSparse24Configs[p.config].skinny()) p.config = narrow_tile(fast_accum, M);
+    if (config < 0 && kSparse24Configs[p.config].skinny()) p.config = narrow_tile(fast_accum);
     if (kSparse24Configs[p.config].splittable()) p.split_k = split_k;
     return p;
   }
@@ -299,8 +298,10 @@ Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int 
     p = library_split(M, N, K, p.config, fast_accum, sm_count);
   // The library's own pick, unsplit, where its last token column is partial: the plan the cost
   // model prefers (sparse24_partial_column).
-  // one_column_band's pick is measured where the model (15 % RMS) is least sure; it is kept.
-  if (config < 0 && p.split_k == 1 && !one_column_band(M, N, sm_count, fast_accum))
+  // one_column_band's pick and the two-column band's (sparse24_two_narrow_columns) are measured
+  // where the model (15 % RMS) is least sure; they are kept.
+  if (config < 0 && p.split_k == 1 && !one_column_band(M, N, sm_count, fast_accum) &&
+      !sparse24_two_column_band(M, N, sm_count))
     p = sparse24_partial_column(M, N, K, p.config, fast_accum, with_workspace, sm_count);
   if (p.tail_config < 0) p.main_rows = M;
   return p;

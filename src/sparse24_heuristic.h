@@ -50,12 +50,6 @@ inline constexpr BetweenTile kBetween[] = {{tile("64x80x256_c1x1_pingpong"), 0},
                                            {tile("128x160x256_c1x1_coop"), 2}};
 inline constexpr int kStreamK128x32 = sparse24_named("128x32x256_c1x1_coop_streamk");
 inline constexpr int kStreamK128x128 = sparse24_named("128x128x256_c1x1_coop_streamk");
-// The 8- and 16-token siblings of the 64x32 ping-pong and 128x32 stream-K tiles (promoted
-// accumulation; sparse24_narrow_token_tile).
-inline constexpr int kPingpong64x16 = sparse24_named("64x16x256_c1x1_pingpong");
-inline constexpr int kPingpong64x8 = sparse24_named("64x8x256_c1x1_pingpong");
-inline constexpr int kStreamK128x16 = sparse24_named("128x16x256_c1x1_coop_streamk");
-inline constexpr int kStreamK128x8 = sparse24_named("128x8x256_c1x1_coop_streamk");
 }  // namespace sparse24_detail
 
 // The 128x192 promoted tile from 8192 tokens, where its 192-wide token tiles waste at most 1.5 %
@@ -84,16 +78,26 @@ int sparse24_band_tile(int64_t M_tokens);
 // tune_sparse24_interleaved.jsonl, tune_sparse24_narrow.jsonl.
 bool sparse24_skinny_decode(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count);
 
-// Below one 32-token tile every row of X's TMA box past M costs time and no column can be clamped
-// inside M, so the 64x32 ping-pong tile (either accumulation mode) and the 128x32 stream-K tile give
-// way to their 16- or 8-token sibling, the narrowest whose token tile holds M. Promoted accumulation
-// in both modes: at these sizes the weight stream bounds the kernel and promoting costs nothing.
-// Any other configuration is returned unchanged. Data: tuning/tune_sparse24_narrow.jsonl (8 layers
-// outside the sweep, M = 4 ... 31): at M <= 15 the 8- / 16-token ping-pong tiles were 3-17 % faster
-// than 64x32 (8192x28672, M = 4: 40.3 against 47.3 µs) and beat the 128x8 / 128x16 stream-K tiles
-// everywhere but on 7168x8192 at 10-14 tokens (16.1 against 16.3 µs); from 17 tokens 64x32 was as
-// fast or faster on 6144x4096 and 8192x1024, so it stays there.
-int sparse24_narrow_token_tile(int config, int64_t M_tokens);
+// Below 33 tokens the 32-token tiles (64x32, 128x32 stream-K) hold every M: their last column loads
+// only its rows of X (common/token_row_boxes.cuh), so the 8- and 16-token siblings of the table
+// (made for the whole box's rows past M) no longer pay: at 1-16 tokens they took 1.00-1.10x the
+// 32-token tile's time (H100, six weights, tuning/tune_sparse24_decode.jsonl; `l3-8b.down`
+// 20.9-21.3 us against 19.4), and on both cards' grids no faster than the 32-token tile at 24-32
+// tokens. They stay in the table for explicit configurations.
+//
+// 33-64 tokens on weights of at least as many 64-row tiles as SMs (sparse24_two_column_band;
+// promoted accumulation): two columns of 64x32 tiles or one of 64x64, whichever leaves fewer
+// waves of 64-row tiles, a 64x64 wave weighing 1.9 of a 64x32 one (at equal wave occupancy the
+// 64x64 tile did a column's work 5 % faster). Probe on nine weights of other models than the
+// sweep's (H100, tuning/tune_sparse24_33to64.jsonl): 64x32 fastest where two columns leave fewer
+// partial waves (9216 to 27648 rows whose 64-row tiles end in a wave at most 45 % full: 64x64 took
+// 1.01-1.08x its time), 64x64 where one column fills its waves as well (13824, 14336, 22016 rows:
+// 64x32 1.03-1.07x); the wave counts split them for any weight in (1.75, 2]. sparse24_choose keeps
+// the pick: the cost model, whose rates were fitted on many columns, had the 64x64 tile at 52-64
+// tokens where it took up to 1.08x the 64x32 tile's time. Narrower weights keep the rules and the
+// cost model of before (not measured here).
+bool sparse24_two_column_band(int64_t M_tokens, int64_t N_out, int sm_count);
+bool sparse24_two_narrow_columns(int64_t M_tokens, int64_t N_out, int sm_count);
 
 // Fast accumulation from kSparse24FastMinTokens tokens only. Below, the fast-accumulation plans
 // measured slower than the promoted ones: on the users grid (12 layers; promoted / fast time,

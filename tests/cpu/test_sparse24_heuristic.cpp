@@ -174,23 +174,11 @@ TEST(Sparse24CostModel, PartialColumnPlansKeepTheirRules) {
   EXPECT_GT(tails, 0) << "no plan with a tail: the rules above checked nothing";
 }
 
-// Below 17 tokens the 32-token tiles give way to the narrowest sibling whose token tile holds M
-// (sparse24_narrow_token_tile), in both accumulation modes, with and without a workspace, split or
-// not; from 17 tokens on nothing changes.
-TEST(Sparse24Heuristic, NarrowTokenTilesBelowSeventeenTokens) {
-  using namespace kernels::sparse24_detail;
-  const int pp32 = sparse24_config_index("64x32x256_c1x1_pingpong");
-  const int pp32f = sparse24_config_index("64x32x256_c1x1_pingpong_fastaccum");
-  for (int64_t M = 1; M <= 40; ++M) {
-    const int want_pp = M <= 8 ? kPingpong64x8 : M <= 16 ? kPingpong64x16 : pp32;
-    const int want_sk = M <= 8 ? kStreamK128x8 : M <= 16 ? kStreamK128x16 : kStreamK128x32;
-    EXPECT_EQ(kernels::sparse24_narrow_token_tile(pp32, M), want_pp) << M;
-    EXPECT_EQ(kernels::sparse24_narrow_token_tile(pp32f, M), M <= 16 ? want_pp : pp32f) << M;
-    EXPECT_EQ(kernels::sparse24_narrow_token_tile(kStreamK128x32, M), want_sk) << M;
-    const int other = sparse24_config_index("64x64x256_c1x1_pingpong");
-    EXPECT_EQ(kernels::sparse24_narrow_token_tile(other, M), other);
-  }
-  int narrow = 0;
+// Below 33 tokens the 32-token tiles (64x32, 128x32 stream-K), whose last column loads only its rows,
+// hold every M: no 8- or 16-token sibling, in both accumulation modes, with and without a
+// workspace, split or not (the decode kernel aside).
+TEST(Sparse24Heuristic, ThirtyTwoTokenTilesBelowThirtyThreeTokens) {
+  int checked = 0;
   for (const Shape& s : kShapes)
     for (bool fast : {false, true})
       for (bool ws : {false, true})
@@ -198,10 +186,45 @@ TEST(Sparse24Heuristic, NarrowTokenTilesBelowSeventeenTokens) {
           const Sparse24Choice p = kernels::sparse24_choose(M, s.N, s.K, -1, 0, fast, kSms, ws);
           const auto& r = kSparse24Configs[p.config];
           if (r.skinny()) continue;
-          EXPECT_TRUE(M > 16 ? r.tile_n >= 32 : r.tile_n == (M <= 8 ? 8 : 16)) << r.name << " " << s.N << "x" << s.K << " M=" << M;
-          narrow += r.tile_n < 32;
+          EXPECT_EQ(r.tile_n, 32) << r.name << " " << s.N << "x" << s.K << " M=" << M;
+          checked += p.tail_config < 0;
         }
-  EXPECT_GT(narrow, 0);
+  EXPECT_GT(checked, 0);
+}
+
+// 33-64 tokens on weights of at least as many 64-row tiles as SMs: 64x32 where two columns leave
+// fewer waves than one of 64x64 (a 64x64 wave weighing 1.9), kept by the cost model; the probe's
+// weights on both sides of the rule (tune_sparse24_33to64.jsonl) and the wave arithmetic itself.
+TEST(Sparse24Heuristic, TwoColumnBandByWaves) {
+  const int pp32 = sparse24_config_index("64x32x256_c1x1_pingpong");
+  const int pp64 = sparse24_config_index("64x64x256_c1x1_pingpong");
+  struct Case {
+    int64_t N, K;
+    int want;
+  };
+  // 64x32: 9216 / 10240 / 12288 / 27648 rows (144 / 160 / 192 / 432 tiles of 64 rows: 2 / 2 / 2 / 4
+  // waves against 3 / 3 / 3 / 7 of two columns); 64x64: 14336 / 22016 / 57344 rows (2 / 3 / 7
+  // waves against 4 / 6 / 14).
+  const Case cases[] = {{9216, 8192, pp32},  {10240, 8192, pp32}, {12288, 4096, pp32}, {27648, 5120, pp32},
+                        {14336, 4096, pp64}, {22016, 4096, pp64}, {57344, 8192, pp64}};
+  for (const Case& c : cases)
+    for (bool ws : {false, true})
+      for (int64_t M = 33; M <= 64; ++M) {
+        ASSERT_TRUE(kernels::sparse24_two_column_band(M, c.N, kSms));
+        const Sparse24Choice p = kernels::sparse24_choose(M, c.N, c.K, -1, 0, false, kSms, ws);
+        EXPECT_EQ(p.config, c.want) << c.N << "x" << c.K << " M=" << M << " ws=" << ws;
+        EXPECT_LT(p.tail_config, 0) << c.N << "x" << c.K << " M=" << M;
+        EXPECT_EQ(p.split_k, 1);
+      }
+  // Outside the band: below 33 or above 64 tokens, or fewer 64-row tiles than SMs.
+  EXPECT_FALSE(kernels::sparse24_two_column_band(32, 10240, kSms));
+  EXPECT_FALSE(kernels::sparse24_two_column_band(65, 10240, kSms));
+  EXPECT_FALSE(kernels::sparse24_two_column_band(48, 8192, kSms));
+  EXPECT_FALSE(kernels::sparse24_two_narrow_columns(48, 8192, kSms));
+  // The wave rule at the SM count it is given: 10240 rows on 80 SMs are 2 waves of 64x64 tiles
+  // and 4 of 64x32 ones (4 > 1.9 * 2): 64x64.
+  EXPECT_TRUE(kernels::sparse24_two_narrow_columns(48, 10240, kSms));
+  EXPECT_FALSE(kernels::sparse24_two_narrow_columns(48, 10240, 80));
 }
 
 // 65-112 tokens on weights of at least 1.5 waves of 64-row tiles (promoted accumulation), with or

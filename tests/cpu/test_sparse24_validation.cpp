@@ -237,7 +237,8 @@ TEST(Sparse24Heuristic, TileOrder) {
   for (int64_t n : {64, 1280, 2047}) EXPECT_EQ(kernels::sparse24_tile_order(16384, n).swizzle, 1) << n;
 }
 
-// The stream-K configurations (10, 11, and their 16- and 8-token siblings 15, 16) and the rule that
+// The stream-K configurations (10, 11, and their 16- and 8-token siblings 15, 16, explicit
+// configurations only) and the rule that
 // picks them when the caller has a workspace (src/sparse24_heuristic.h; measured:
 // bench/results/h200/tuning/tune_sparse24.jsonl, tune_sparse24_narrow.jsonl).
 TEST(Sparse24Heuristic, StreamKWhereItWon) {
@@ -254,20 +255,21 @@ TEST(Sparse24Heuristic, StreamKWhereItWon) {
   EXPECT_EQ(sparse24_config(11).name(), "128x128x256_c1x1_coop_streamk");
   EXPECT_EQ(sparse24_config(15).name(), "128x16x256_c1x1_coop_streamk");
   EXPECT_EQ(sparse24_config(16).name(), "128x8x256_c1x1_coop_streamk");
-  // The 32-token stream-K tile, or its sibling whose token tile holds m.
-  auto sk32 = [](int64_t m) { return m <= 8 ? 16 : m <= 16 ? 15 : 10; };
+  // The 32-token stream-K tile at every m <= 32 (its last column loads only its rows; the 8- and
+  // 16-token siblings are explicit configurations only).
+  constexpr int sk32 = 10;
   auto pick = [](int64_t m, int64_t n, int64_t k, bool fast = false) { return sparse24_choose_config(m, n, k, 132, fast, true); };
   auto plain = [](int64_t m, int64_t n, int64_t k, bool fast = false) { return sparse24_choose_config(m, n, k, 132, fast, false); };
   for (bool fast : {false, true}) {
     for (int64_t m : {1, 8, 16, 32}) {
-      EXPECT_EQ(pick(m, 10240, 8192, fast), sk32(m)) << m;  // 160 64-row tiles: a 28-tile last wave
-      EXPECT_EQ(pick(m, 28672, 4096, fast), sk32(m)) << m;  // 448: 52
+      EXPECT_EQ(pick(m, 10240, 8192, fast), sk32) << m;  // 160 64-row tiles: a 28-tile last wave
+      EXPECT_EQ(pick(m, 28672, 4096, fast), sk32) << m;  // 448: 52
       for (auto [n, k] : {std::pair<int64_t, int64_t>{1280, 8192}, {4096, 4096}, {4096, 14336}, {6144, 4096},
                           {7168, 8192}, {8192, 1024}, {8192, 3584}, {8192, 8192}, {8192, 28672}})
         EXPECT_EQ(pick(m, n, k, fast), plain(m, n, k, fast)) << m << "x" << n << ": one wave or less";
     }
-    EXPECT_EQ(pick(1, 57344, 8192, fast), 16);  // 896 tiles: tokens read in lockstep
-    EXPECT_EQ(pick(8, 57344, 8192, fast), 16);
+    EXPECT_EQ(pick(1, 57344, 8192, fast), 10);  // 896 tiles: tokens read in lockstep
+    EXPECT_EQ(pick(8, 57344, 8192, fast), 10);
     EXPECT_EQ(pick(16, 57344, 8192, fast), plain(16, 57344, 8192, fast));
     EXPECT_EQ(pick(64, 10240, 8192, fast), plain(64, 10240, 8192, fast));
     for (int64_t n : {10240, 28672, 57344}) EXPECT_EQ(pick(128, n, 8192, fast), 11) << n;
@@ -350,13 +352,14 @@ TEST(Sparse24Heuristic, SkinnyDecodeWhereItWon) {
       for (bool fast : {false, true})
         for (bool sk : {false, true}) EXPECT_EQ(sparse24_choose_config(m, n, k, 132, fast, sk), 12) << m << "x" << n << "x" << k;
   for (int64_t m : {9, 16, 32, 64}) EXPECT_NE(sparse24_choose_config(m, 1280, 8192, 132), 12) << m;
-  for (int64_t m : {1, 4, 8})  // 2^24 weight elements: the 64x8 tile measured 9 % faster (tune_sparse24_narrow.jsonl)
-    EXPECT_EQ(sparse24_choose_config(m, 4096, 4096, 132), sparse24_config_index("64x8x256_c1x1_pingpong")) << m;
+  for (int64_t m : {1, 4, 8})  // 2^24 weight elements: the 64x8 tile measured 9 % faster (tune_sparse24_narrow.jsonl),
+    // and the 64x32 tile, loading only its rows, as fast as that
+    EXPECT_EQ(sparse24_choose_config(m, 4096, 4096, 132), sparse24_config_index("64x32x256_c1x1_pingpong")) << m;
   EXPECT_NE(sparse24_choose_config(1, 6144, 4096, 132), 12);        // 25.2M weight elements: lost
   EXPECT_NE(sparse24_choose_config(1, 4096, 14336, 132), 12);       // 58.7M: lost
   EXPECT_NE(sparse24_choose_config(1, 8448, 1024, 132), 12);        // 132 tiles of 64 rows: no idle SM
   EXPECT_EQ(sparse24_choose_config(1, 10240, 1024, 132, false, true),
-            sparse24_config_index("128x8x256_c1x1_coop_streamk"));  // stream-K keeps its layers (8 tokens)
+            sparse24_config_index("128x32x256_c1x1_coop_streamk"));  // stream-K keeps its layers
   EXPECT_NE(sparse24_choose_config(1, 8192, 1024, 66), 12);         // 128 tiles on 66 SMs
   // 16 rows per warp; a cluster only to give every SM a CTA, while each warp keeps 4 panels.
   kernels::Sparse24SkinnyShape s = kernels::sparse24_skinny_shape(1, 1280, 8192, 132);
@@ -407,18 +410,17 @@ TEST(Sparse24Heuristic, SplitK) {
               EXPECT_LE(3 * tiles, sms);
             }
           }
-  // The plan: the split 64x8 / 64x16 tile (the 64x32 tile's narrow siblings) in place of the decode
-  // kernel on the shard, either mode.
+  // The plan: the split promoted 64x32 tile in place of the decode kernel on the shard, either mode.
   Sparse24Options o;
-  const int pp8 = sparse24_config_index("64x8x256_c1x1_pingpong"), pp16 = sparse24_config_index("64x16x256_c1x1_pingpong");
+  const int pp32 = sparse24_config_index("64x32x256_c1x1_pingpong");
   for (int64_t M : {1, 8, 16}) {
     const LinearPlan p = sparse24_plan(M, 1280, 8192, o, 132);
-    EXPECT_EQ(p.config, M <= 8 ? pp8 : pp16);
+    EXPECT_EQ(p.config, pp32);
     EXPECT_EQ(p.split_k, 4);
     EXPECT_EQ(sparse24_linear_workspace_bytes(M, 1280, 8192, o, 132), 4u * M * 1280 * 4);
   }
   o.fast_accum = true;
-  EXPECT_EQ(sparse24_plan(8, 1280, 8192, o, 132).config, pp8);
+  EXPECT_EQ(sparse24_plan(8, 1280, 8192, o, 132).config, pp32);
   EXPECT_EQ(sparse24_plan(8, 1280, 8192, o, 132).split_k, 4);
   o.split_k = 1;  // 17..32 tokens: the promoted 64x32 tile, as without fast_accum
   EXPECT_EQ(sparse24_plan(24, 1280, 8192, o, 132).config, sparse24_config_index("64x32x256_c1x1_pingpong"));

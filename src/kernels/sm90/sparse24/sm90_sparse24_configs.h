@@ -78,7 +78,9 @@ inline constexpr Sparse24ConfigRow kSparse24Configs[] = {
     // Narrow token tiles for M <= 16 (appended, so the indices above stay): below one token tile no
     // column can be clamped inside M, and every row of X's TMA box past M costs time
     // (docs/experiments/log.md §8): one token on the 32-token tiles took up to 1.37x the time of 32.
-    // 16- and 8-token boxes bound that waste. Promoted accumulation; sparse24_narrow_token_tile.
+    // 16- and 8-token boxes bounded that waste. Since the last column loads only its rows of X the
+    // heuristic takes the 32-token tiles instead (sparse24_heuristic.h); these serve explicit
+    // configurations (options.config, `qsgemm tune`).
     {"64x16x256_c1x1_pingpong", 64, 16, 256, 1, 1, false, false, true, Sparse24Unit::kWide},
     {"64x8x256_c1x1_pingpong", 64, 8, 256, 1, 1, false, false, true, Sparse24Unit::kWide},
     {"128x16x256_c1x1_coop_streamk", 128, 16, 256, 1, 1, true, false, true, Sparse24Unit::kStreamK},
