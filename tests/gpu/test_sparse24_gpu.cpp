@@ -513,11 +513,12 @@ TEST(Sparse24Gpu, LinearStreamK) {
       check_linear(w, LinearSpec{5, DType::kBF16, DType::kF32, false, c, 16, 8}, rng);
     }
   }
-  // Decode on a weight of 10240 rows: the heuristic takes the 8-token stream-K tile when given a workspace.
+  // Decode on a weight of 10240 rows: the heuristic takes the 32-token stream-K tile (its last
+  // column loading only its 8 rows) when given a workspace.
   Weight big;
   make_weight(big, 10240, 1024, rng);
   ASSERT_EQ(sparse24_choose_config(4, 10240, 1024, test::device_sm_count(), false, true),
-            sparse24_config_index("128x8x256_c1x1_coop_streamk"));
+            sparse24_config_index("128x32x256_c1x1_coop_streamk"));
   check_linear(big, LinearSpec{4, DType::kBF16}, rng);
   // The same call without a workspace falls back to a configuration that needs none.
   LinearSpec none{4, DType::kBF16};
