@@ -66,8 +66,10 @@ constexpr bool blockwise_rows_on_lines(int64_t K, int64_t ld_x, int64_t ld_w) {
 //    cluster on large weights from M = 4096 (tune_blockwise_two_partials.jsonl), else 128x128.
 // ld_x, ld_w: the operands' row strides (0: K).
 // narrow_wave_cost: a 64-row wave's cost where a 128x128 wave costs 2 (blockwise_narrow_wave_cost).
+// The 64-row tile also reloads its W tile for every 64 rows: 20 % over half a 128x128 wave.
+inline constexpr double kBlockwiseNarrowWaveCost = 1.2;
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, int64_t ld_x = 0, int64_t ld_w = 0,
-                            double narrow_wave_cost = 1.2);
+                            double narrow_wave_cost = kBlockwiseNarrowWaveCost);
 // K up to which blockwise_choose_config takes the 64x128 ping-pong tile above the decode sizes.
 inline constexpr int64_t kBlockwiseShortK = 512;
 // M above which rows off 128-byte lines take the 1x2 cluster (below: two 128-row tiles or fewer,
@@ -114,10 +116,9 @@ constexpr bool blockwise_group_w_one_tile(int64_t M, int64_t K, ScaleGranularity
   return gw == ScaleGranularity::kGroup1x128 && M >= kBlockwiseGroupWOneTileMinM && M <= 128 && K >= 4096;
 }
 
-// The wave model's cost of a 64-row wave, where a 128x128 wave costs 2: 1.2 (the 64-row tile also
-// reloads its W tile for every 64 rows), but kBlockwiseGroupWNarrowCost with 1x128 weight scales
-// beyond 128 tokens and K >= 4096, where the 64-row tile also loads a weight scale per row and K
-// group for half the rows: on seven weights of other models at 152-1184 tokens
+// The wave model's cost of a 64-row wave, where a 128x128 wave costs 2: kBlockwiseNarrowWaveCost,
+// but kBlockwiseGroupWNarrowCost with 1x128 weight scales beyond 128 tokens and K >= 4096, where
+// the 64-row tile also loads a weight scale per row and K group for half the rows: on seven weights of other models at 152-1184 tokens
 // (bench/results/h100/tuning/tune_blockwise_group_w_tiles.jsonl, an H100) the 128-row tile's time
 // per wave was 1.42-1.54x the 64-row tile's on the five with K >= 4096 (1.60-1.71x at K = 3584,
 // where the 1.2 of the wave model holds). At wave ratios of 1.57-1.64 the 128-row tile ran
@@ -125,7 +126,8 @@ constexpr bool blockwise_group_w_one_tile(int64_t M, int64_t K, ScaleGranularity
 // 800 tokens, which this keeps on the 64-row tile).
 inline constexpr double kBlockwiseGroupWNarrowCost = 1.35;
 constexpr double blockwise_narrow_wave_cost(int64_t M, int64_t K, ScaleGranularity gw) {
-  return gw == ScaleGranularity::kGroup1x128 && M > 128 && K >= 4096 ? kBlockwiseGroupWNarrowCost : 1.2;
+  return gw == ScaleGranularity::kGroup1x128 && M > 128 && K >= 4096 ? kBlockwiseGroupWNarrowCost
+                                                                     : kBlockwiseNarrowWaveCost;
 }
 
 // The public heuristic (blockwise.h's blockwise_choose_config): the pick refined for the scale pair
