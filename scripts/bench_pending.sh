@@ -11,6 +11,8 @@
 #                      rows at 24-128 tokens on the bench's layers (about 560 s; 5 files)
 #          PROBES=1    also the probes of a18afde (W4A4 scale ld and band share, blockwise rows); on
 #                      another card than an H200 only the GPU tests run without it
+#          ANY_CARD=1  run the benchmark on any card as on the H200 (its JSON then belongs in
+#                      bench/results/<that card>/: scripts/splice_bench.py keeps the cards apart)
 # Then, here: scripts/splice_bench.py / scripts/check_cliffs.py on the JSON files, scripts/tune_ab.py
 # on tune_blockwise_rows.jsonl (the rows against their `_wholelast` twins), scripts/tune_regret.py.
 set -uo pipefail
@@ -107,7 +109,7 @@ gpu_failed=0
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/summary.txt" 2>&1
 # The newest change's checks first (its GPU tests, the W4A4 probe); then on the H200 the benchmark
 # (bench/results/h200 takes no other card), elsewhere the blockwise probe, the benchmark as time allows.
-if nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200; then
+if [ "${ANY_CARD:-0}" = 1 ] || nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200; then
   gpu_tests
   [ "${PROBES:-0}" = 1 ] && { probe_w4a4_ld; probe_w4a4; }
   fits 200 && grid
