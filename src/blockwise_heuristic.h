@@ -118,7 +118,8 @@ constexpr bool blockwise_group_w_one_tile(int64_t M, int64_t K, ScaleGranularity
 
 // The wave model's cost of a 64-row wave, where a 128x128 wave costs 2: kBlockwiseNarrowWaveCost,
 // but kBlockwiseGroupWNarrowCost with 1x128 weight scales beyond 128 tokens and K >= 4096, where
-// the 64-row tile also loads a weight scale per row and K group for half the rows: on seven weights of other models at 152-1184 tokens
+// the 64-row tile also loads a weight scale per row and K group for half the rows: on seven
+// weights of other models at 152-1184 tokens
 // (bench/results/h100/tuning/tune_blockwise_group_w_tiles.jsonl, an H100) the 128-row tile's time
 // per wave was 1.42-1.54x the 64-row tile's on the five with K >= 4096 (1.60-1.71x at K = 3584,
 // where the 1.2 of the wave model holds). At wave ratios of 1.57-1.64 the 128-row tile ran
