@@ -84,7 +84,7 @@ size_t config_workspace_bytes(int64_t M, int64_t N, int64_t K, int sm_count, int
   a.sm_count = sm_count;
   a.ldx = K;
   a.ldy = N;
-  const kernels::TileOrder order = kernels::sparse24_tile_order(M, N);  // as sparse24_linear launches it
+  const kernels::TileOrder order = kernels::sparse24_tile_order(M, N, config);  // as sparse24_linear launches it
   a.swizzle = order.swizzle;
   a.raster = order.raster;
   // At least 16 bytes: a stream-K configuration always takes a workspace, also where CUTLASS's
@@ -272,7 +272,7 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   a.device = dev.device;
   a.sm_count = dev.sm_count;
   a.whole_last_tile = options.whole_last_tile;
-  const kernels::TileOrder order = kernels::sparse24_tile_order(M, N);
+  const kernels::TileOrder order = kernels::sparse24_tile_order(M, N, plan.config);
   a.swizzle = order.swizzle;
   a.raster = order.raster;
   if (plan.split_k > 1) {
@@ -302,7 +302,7 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   const int64_t start = M - plan.tail_rows;
   kernels::Sparse24GemmArgs t = a;
   a.m_tok = main_rows;
-  const kernels::TileOrder main_order = kernels::sparse24_tile_order(main_rows, N);
+  const kernels::TileOrder main_order = kernels::sparse24_tile_order(main_rows, N, plan.config);
   a.swizzle = main_order.swizzle;
   a.raster = main_order.raster;
   kernels::run_sparse24_gemm(a, plan.config, stream);
@@ -310,7 +310,7 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   t.x = a.x + start * x.ld;
   t.y = static_cast<char*>(y.data) + start * y.ld * static_cast<int64_t>(dtype_size(y.dtype));
   if (!sx_scalar) t.x_scale = x_scale.data + start;
-  const kernels::TileOrder tail_order = kernels::sparse24_tile_order(plan.tail_rows, N);
+  const kernels::TileOrder tail_order = kernels::sparse24_tile_order(plan.tail_rows, N, plan.tail_config);
   t.swizzle = tail_order.swizzle;
   t.raster = tail_order.raster;
   t.workspace = nullptr;

@@ -114,8 +114,9 @@ int sparse24_split_k(int64_t M_tokens, int64_t N_out, int64_t K, int tile_m, int
   return 1;
 }
 
-TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out) {
-  return M_tokens >= 4096 && N_out >= 2048 ? TileOrder{4, 1} : TileOrder{};
+TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config) {
+  const int64_t min_tokens = config == sparse24_detail::kWide.index ? kSparse24WideSwizzleMinTokens : 4096;
+  return M_tokens >= min_tokens && N_out >= 2048 ? TileOrder{4, 1} : TileOrder{};
 }
 
 namespace {

@@ -126,10 +126,14 @@ inline constexpr int kSparse24MaxSplitK = 16;         // the largest forced spli
 inline constexpr int64_t kSparse24SplitTileK = 256;   // slices are whole K tiles of 256
 int sparse24_split_k(int64_t M_tokens, int64_t N_out, int64_t K, int tile_m, int tile_n, int sm_count);
 
-// CUTLASS's persistent tile scheduler order: bands of 4 tiles rastered along the weight rows from
-// 4096 tokens on weights of at least 2048 rows; CUTLASS's default elsewhere, where the swizzle
-// measured slower. Data: tune_tile_order.txt.
-TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out);
+// CUTLASS's persistent tile scheduler order for `config`: bands of 4 tiles rastered along the weight
+// rows on weights of at least 2048 rows, from kSparse24WideSwizzleMinTokens tokens on the 128x192
+// tile and from 4096 on the others; CUTLASS's default elsewhere, where the swizzle measured slower
+// (256-1024 tokens on 128x128 up to 3x, the 1280-row shard 7-25 %). Data: tune_tile_order.txt; the
+// 128x192 tile at 2300-3800 tokens: h100/tuning/tune_sparse24_order_*.jsonl (0.72-0.94x the
+// default order's time on eight weights; the 128x128 cluster pair 1.13-1.21x at 2300 tokens).
+inline constexpr int64_t kSparse24WideSwizzleMinTokens = 2048;
+TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config);
 
 // The heuristic's part of a plan: the configuration and the number of K slices for the options
 // (config: -1 or forced; split_k: 0 library, 1 none, >= 2 forced). with_workspace: the caller gives

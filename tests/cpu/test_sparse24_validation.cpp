@@ -220,21 +220,27 @@ TEST(Sparse24Heuristic, NarrowLayersStepDownToFillTheGpu) {
         }
 }
 
-// CUTLASS's tile order: swizzled bands along the weight rows from 4096 tokens on weights of 2048 rows
-// or more (measured), CUTLASS's default otherwise (swizzling 256-1024 tokens measured up to 3x
-// slower, and the 1280-row shard 7-25 % slower).
+// CUTLASS's tile order: swizzled bands along the weight rows on weights of 2048 rows or more, from
+// 4096 tokens (the 128x192 tile: kSparse24WideSwizzleMinTokens) on, CUTLASS's default otherwise
+// (swizzling 256-1024 tokens measured up to 3x slower on 128x128, and the 1280-row shard 7-25 %).
 TEST(Sparse24Heuristic, TileOrder) {
-  for (int64_t n : {2048, 8192, 57344}) {
-    for (int64_t m : {1, 256, 1024, 4095}) {
-      EXPECT_EQ(kernels::sparse24_tile_order(m, n).swizzle, 1) << m << "x" << n;
-      EXPECT_EQ(kernels::sparse24_tile_order(m, n).raster, 0) << m << "x" << n;
+  const int wide = kernels::sparse24_detail::kWide.index;
+  for (const int config : {kernels::sparse24_row("128x128x256_c1x2_coop"), kernels::sparse24_row("64x128x256_c1x1_pingpong"),
+                           kernels::sparse24_row("128x256x128_c1x2_coop_fastaccum"), wide}) {
+    const int64_t first = config == wide ? kernels::kSparse24WideSwizzleMinTokens : 4096;
+    for (int64_t n : {2048, 8192, 57344}) {
+      for (int64_t m : {int64_t{1}, int64_t{256}, int64_t{1024}, first - 1}) {
+        EXPECT_EQ(kernels::sparse24_tile_order(m, n, config).swizzle, 1) << m << "x" << n << " config " << config;
+        EXPECT_EQ(kernels::sparse24_tile_order(m, n, config).raster, 0) << m << "x" << n << " config " << config;
+      }
+      for (int64_t m : {first, int64_t{16384}, int64_t{1} << 20}) {
+        EXPECT_EQ(kernels::sparse24_tile_order(m, n, config).swizzle, 4) << m << "x" << n << " config " << config;
+        EXPECT_EQ(kernels::sparse24_tile_order(m, n, config).raster, 1) << m << "x" << n << " config " << config;
+      }
     }
-    for (int64_t m : {4096, 16384, 1 << 20}) {
-      EXPECT_EQ(kernels::sparse24_tile_order(m, n).swizzle, 4) << m << "x" << n;
-      EXPECT_EQ(kernels::sparse24_tile_order(m, n).raster, 1) << m << "x" << n;
-    }
+    for (int64_t n : {64, 1280, 2047}) EXPECT_EQ(kernels::sparse24_tile_order(16384, n, config).swizzle, 1) << n;
   }
-  for (int64_t n : {64, 1280, 2047}) EXPECT_EQ(kernels::sparse24_tile_order(16384, n).swizzle, 1) << n;
+  EXPECT_LT(kernels::kSparse24WideSwizzleMinTokens, 4096);
 }
 
 // The stream-K configurations (10, 11, and their 16- and 8-token siblings 15, 16, explicit
