@@ -217,7 +217,17 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
                                        int sm_count) {
   Sparse24Choice best{config, 1, -1, 0, M};
   const Sparse24ConfigRow& c = kSparse24Configs[config];
-  if (tile_rate(config) < 0 || !(c.splittable() || c.stream_k()) || M % token_column(config) == 0) return best;
+  if (tile_rate(config) < 0 || !(c.splittable() || c.stream_k())) return best;
+  if (M % token_column(config) == 0) {
+    // The 128x128 pair on whole 256-token columns: weighed against the 128x192 tile only, and only
+    // where that tile runs the swizzled order (sparse24_tile_order), which made it the faster one
+    // there too (h100/tuning/tune_sparse24_wide_vs_pair.jsonl, log §38).
+    const int wide = sparse24_detail::kWide.index;
+    if (config == sparse24_detail::kDefault[3].index && sparse24_tile_order(M, N, wide).swizzle > 1 &&
+        sparse24_model_us(wide, M, N, K, sm_count) < 0.97 * sparse24_model_us(config, M, N, K, sm_count))
+      best.config = wide;
+    return best;
+  }
   // Another plan must model 3 % faster; 10 % to leave the 128x192 tile, which the heuristic takes
   // where it measured faster on the grid (sparse24_wide_token_tile, sparse24_narrow_wide_tile).
   const double margin = config == sparse24_detail::kWide.index ? 0.90 : 0.97;
