@@ -198,7 +198,9 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, i
 // 7 % loss). The tail starts at a multiple of 4 tokens (the per-token scales
 // keep the main launch's 16-byte alignment), so it may keep up to 3 out-of-bounds rows.
 // {config, 1, -1, 0, M} where nothing pays, and at every M that is a multiple of config's column
-// (the grid points the heuristic was tuned on).
+// (the grid points the heuristic was tuned on), except the 128x128 pair's whole columns where the
+// 128x192 tile runs the swizzled order (sparse24_tile_order): there the model weighs that tile
+// alone against the pair, with the same 3 % margin.
 Sparse24Choice sparse24_partial_column(int64_t M_tokens, int64_t N_out, int64_t K, int config, bool fast_accum,
                                        bool with_workspace, int sm_count);
 
