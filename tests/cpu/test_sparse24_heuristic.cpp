@@ -371,7 +371,7 @@ TEST(Sparse24CostModel, NoTailAtFullColumnsAndThePlanIsNearlyMonotone) {
 
 // Whole 256-token columns of the 128x128 pair: from kSparse24WideSwizzleMinTokens tokens on weights
 // of 2048 rows or more, where the 128x192 tile runs the swizzled order, the cost model weighs that
-// tile too; below, in fast accumulation and on partial columns of its own rule, nothing changes.
+// tile too; below that threshold and in fast accumulation it does not.
 TEST(Sparse24CostModel, WideTileOnWholeColumnsWhereItIsSwizzled) {
   const int pair = sparse24_config_index("128x128x256_c1x2_coop");
   const int wide = kernels::sparse24_detail::kWide.index;
@@ -395,7 +395,8 @@ TEST(Sparse24CostModel, WideTileOnWholeColumnsWhereItIsSwizzled) {
       if (kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true).config != wide) continue;
       ++taken;
       EXPECT_EQ(kernels::sparse24_tile_order(M, s.N, wide).swizzle, 4) << s.N << " M=" << M;
-      EXPECT_LT(kernels::sparse24_model_us(wide, M, s.N, s.K, kSms), 0.97 * kernels::sparse24_model_us(pair, M, s.N, s.K, kSms))
+      EXPECT_LT(kernels::sparse24_model_us(wide, M, s.N, s.K, kSms),
+                0.97 * kernels::sparse24_model_us(pair, M, s.N, s.K, kSms))
           << s.N << " M=" << M;
     }
   }

@@ -225,7 +225,8 @@ TEST(Sparse24Heuristic, NarrowLayersStepDownToFillTheGpu) {
 // (swizzling 256-1024 tokens measured up to 3x slower on 128x128, and the 1280-row shard 7-25 %).
 TEST(Sparse24Heuristic, TileOrder) {
   const int wide = kernels::sparse24_detail::kWide.index;
-  for (const int config : {kernels::sparse24_row("128x128x256_c1x2_coop"), kernels::sparse24_row("64x128x256_c1x1_pingpong"),
+  for (const int config : {kernels::sparse24_row("128x128x256_c1x2_coop"),
+                           kernels::sparse24_row("64x128x256_c1x1_pingpong"),
                            kernels::sparse24_row("128x256x128_c1x2_coop_fastaccum"), wide}) {
     const int64_t first = config == wide ? kernels::kSparse24WideSwizzleMinTokens : 4096;
     for (int64_t n : {2048, 8192, 57344}) {

@@ -540,8 +540,8 @@ TEST(Sparse24Gpu, LinearWideTokenTileByHeuristic) {
   LinearSpec f32{8192, DType::kF32, DType::kF32};
   f32.workspace = false;
   check_linear(w, f32, rng);
-  // The tile on 2048 rows or more from kSparse24WideSwizzleMinTokens tokens runs the swizzled tile
-  // order (sparse24_tile_order): 2056 rows and 2100 tokens, both off the tile edges.
+  // The same tile on 2048 rows or more from kSparse24WideSwizzleMinTokens tokens runs the swizzled
+  // tile order (sparse24_tile_order): 2056 rows and 2100 tokens, both off the tile edges.
   Weight w2;
   make_weight(w2, 2056, 256, rng);
   LinearSpec swizzled{2100, DType::kBF16, DType::kF32, false, 9};
