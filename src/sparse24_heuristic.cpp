@@ -221,7 +221,9 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   if (M % token_column(config) == 0) {
     // The 128x128 pair on whole 256-token columns: weighed against the 128x192 tile only, and only
     // where that tile runs the swizzled order (sparse24_tile_order), which made it the faster one
-    // there too (h100/tuning/tune_sparse24_wide_vs_pair.jsonl, log §38).
+    // there too (h100/tuning/tune_sparse24_wide_vs_pair.jsonl; every moved grid point, same run:
+    // tune_sparse24_wide_whole_columns.jsonl, log §38). A narrow exception until the model, refitted
+    // with that order, can weigh every plan on whole columns (pending.md 0).
     const int wide = sparse24_detail::kWide.index;
     if (config == sparse24_detail::kDefault[3].index && sparse24_tile_order(M, N, wide).swizzle > 1 &&
         sparse24_model_us(wide, M, N, K, sm_count) < 0.97 * sparse24_model_us(config, M, N, K, sm_count))
