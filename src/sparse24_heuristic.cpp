@@ -219,14 +219,14 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   const Sparse24ConfigRow& c = kSparse24Configs[config];
   if (tile_rate(config) < 0 || !(c.splittable() || c.stream_k())) return best;
   if (M % token_column(config) == 0) {
-    // The 128x128 pair on whole 256-token columns: weighed against the 128x192 tile only, and only
-    // where that tile runs the swizzled order (sparse24_tile_order), which made it the faster one
-    // there too (h100/tuning/tune_sparse24_wide_vs_pair.jsonl; every moved grid point, same run:
-    // tune_sparse24_wide_whole_columns.jsonl, log §38). A narrow exception until the model, refitted
-    // with that order, can weigh every plan on whole columns (pending.md 0).
+    // The 128x128 pair on whole 256-token columns below 8192 tokens (sparse24_wide_token_tile
+    // decides from there): the 128x192 tile where it runs the swizzled order (sparse24_tile_order).
+    // Measured, not modelled: the model, whose rates predate that order, kept the pair at 2048-4096
+    // tokens on 4096-8192-row weights where the 128x192 tile was the faster one (same run at every
+    // such point: h100/tuning/tune_sparse24_wide_rule*.jsonl, log §39). A narrow exception until
+    // the model, refitted with that order, can weigh every plan on whole columns (pending.md 0).
     const int wide = sparse24_detail::kWide.index;
-    if (config == sparse24_detail::kDefault[3].index && sparse24_tile_order(M, N, wide).swizzle > 1 &&
-        sparse24_model_us(wide, M, N, K, sm_count) < 0.97 * sparse24_model_us(config, M, N, K, sm_count))
+    if (config == sparse24_detail::kDefault[3].index && M < 8192 && sparse24_tile_order(M, N, wide).swizzle > 1)
       best.config = wide;
     return best;
   }

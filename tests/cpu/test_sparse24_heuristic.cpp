@@ -369,38 +369,29 @@ TEST(Sparse24CostModel, NoTailAtFullColumnsAndThePlanIsNearlyMonotone) {
   EXPECT_LE(plan_us(288, {57344, 8192}, false), plan_us(512, {57344, 8192}, false));
 }
 
-// Whole 256-token columns of the 128x128 pair: from kSparse24WideSwizzleMinTokens tokens on weights
-// of 2048 rows or more, where the 128x192 tile runs the swizzled order, the cost model weighs that
-// tile too; below that threshold and in fast accumulation it does not.
+// Whole 256-token columns of the 128x128 pair below 8192 tokens: from kSparse24WideSwizzleMinTokens
+// tokens on weights of 2048 rows or more, where the 128x192 tile runs the swizzled order, that tile
+// (measured); below, in fast accumulation and on weights under 2048 rows, not by this rule.
 TEST(Sparse24CostModel, WideTileOnWholeColumnsWhereItIsSwizzled) {
-  const int pair = sparse24_config_index("128x128x256_c1x2_coop");
   const int wide = kernels::sparse24_detail::kWide.index;
-  for (const Shape& s : {Shape{8192, 8192}, Shape{10240, 8192}, Shape{28672, 4096}})
-    for (int64_t M : {3072, 6144}) {
-      EXPECT_EQ(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true).config, wide) << s.N << " M=" << M;
-      EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true).config, wide) << s.N << " M=" << M;
-    }
-  // The GPU test's shape (Sparse24Gpu.LinearWideTokenTileByHeuristic, no workspace).
-  EXPECT_EQ(kernels::sparse24_choose(2304, 2176, 1024, -1, 0, false, kSms, false).config, wide);
-  // Below the order's threshold the pair stays.
-  for (const Shape& s : kShapes)
-    for (int64_t M : {1024, 1536, 1792})
-      EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true).config, wide) << s.N << " M=" << M;
-  // Wherever it is taken on those weights below the wide tile's own rule (8192 tokens), the model
-  // puts it at least 3 % under the pair, and the order is swizzled.
   int taken = 0;
   for (const Shape& s : kShapes) {
     if (s.N < 2048) continue;  // there sparse24_narrow_wide_tile decides
-    for (int64_t M = 2048; M < 8192; M += 256) {
-      if (kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true).config != wide) continue;
-      ++taken;
+    for (int64_t M = kernels::kSparse24WideSwizzleMinTokens; M < 8192; M += 256) {
+      EXPECT_EQ(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, false).config, wide) << s.N << " M=" << M;
+      // Given a workspace, the 128-token stream-K rule's wave rule may come first.
+      const int with_ws = kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true).config;
+      EXPECT_TRUE(with_ws == wide || kSparse24Configs[with_ws].stream_k()) << s.N << " M=" << M;
       EXPECT_EQ(kernels::sparse24_tile_order(M, s.N, wide).swizzle, 4) << s.N << " M=" << M;
-      EXPECT_LT(kernels::sparse24_model_us(wide, M, s.N, s.K, kSms),
-                0.97 * kernels::sparse24_model_us(pair, M, s.N, s.K, kSms))
-          << s.N << " M=" << M;
+      EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true).config, wide) << s.N << " M=" << M;
+      ++taken;
     }
+    for (int64_t M : {1024, 1536, 1792})
+      EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true).config, wide) << s.N << " M=" << M;
   }
   EXPECT_GT(taken, 0);
+  // The GPU test's shape (Sparse24Gpu.LinearWideTokenTileByHeuristic, no workspace).
+  EXPECT_EQ(kernels::sparse24_choose(2304, 2176, 1024, -1, 0, false, kSms, false).config, wide);
 }
 
 }  // namespace tail_model

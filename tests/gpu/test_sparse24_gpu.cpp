@@ -547,8 +547,8 @@ TEST(Sparse24Gpu, LinearWideTokenTileByHeuristic) {
   LinearSpec swizzled{2100, DType::kBF16, DType::kF32, false, 9};
   check_linear(w2, swizzled, rng);
   // The heuristic's tile on whole 256-token columns of the 128x128 pair where it runs swizzled
-  // (2304 tokens = 12 columns of 192; the cost model takes it there: the CPU test
-  // Sparse24CostModel.WideTileOnWholeColumnsWhereItIsSwizzled), without a workspace.
+  // (2304 tokens = 12 columns of 192; the CPU test Sparse24CostModel.WideTileOnWholeColumnsWhereItIsSwizzled
+  // checks the pick), without a workspace.
   Weight w3;
   make_weight(w3, 2176, 1024, rng);
   LinearSpec whole{2304, DType::kBF16, DType::kBF16};
