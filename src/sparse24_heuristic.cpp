@@ -204,7 +204,9 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N, int64_t K, int s
   if (rate < 0 || tokens <= 0) return 0.0;
   const int64_t tiles_m = (N + c.tile_m - 1) / c.tile_m;
   const int64_t cols = (tokens + token_column(config) - 1) / token_column(config) * c.cluster_n;
-  const double tile_us = rate * static_cast<double>(K) * 1e-3;
+  double tile_us = rate * static_cast<double>(K) * 1e-3;
+  if (config == sparse24_detail::kWide.index && sparse24_tile_order(tokens, N, config).swizzle > 1)
+    tile_us *= kSparse24WideSwizzledRate;  // its rate was fitted in the default order
   const double waves = std::ceil(static_cast<double>(tiles_m * cols) / sm_count);
   const double oob_tiles = kSparse24OobRowCost * static_cast<double>(tiles_m) *
                            static_cast<double>(sparse24_oob_rows(config, tokens)) / c.tile_n;
@@ -218,18 +220,6 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   Sparse24Choice best{config, 1, -1, 0, M};
   const Sparse24ConfigRow& c = kSparse24Configs[config];
   if (tile_rate(config) < 0 || !(c.splittable() || c.stream_k())) return best;
-  if (M % token_column(config) == 0) {
-    // The 128x128 pair on whole 256-token columns below 8192 tokens (sparse24_wide_token_tile
-    // decides from there): the 128x192 tile where it runs the swizzled order (sparse24_tile_order).
-    // Measured, not modelled: the model, whose rates predate that order, kept the pair at 2048-4096
-    // tokens on 4096-8192-row weights where the 128x192 tile was the faster one (same run at every
-    // such point: h100/tuning/tune_sparse24_wide_rule*.jsonl, log §39). A narrow exception until
-    // the model, refitted with that order, can weigh every plan on whole columns (pending.md 0).
-    const int wide = sparse24_detail::kWide.index;
-    if (config == sparse24_detail::kDefault[3].index && M < 8192 && sparse24_tile_order(M, N, wide).swizzle > 1)
-      best.config = wide;
-    return best;
-  }
   // Another plan must model 3 % faster; 10 % to leave the 128x192 tile, which the heuristic takes
   // where it measured faster on the grid (sparse24_wide_token_tile, sparse24_narrow_wide_tile).
   const double margin = config == sparse24_detail::kWide.index ? 0.90 : 0.97;
@@ -242,6 +232,21 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
       best = Sparse24Choice{t, 1, -1, 0, M};
     }
   };
+  if (M % token_column(config) == 0) {
+    // Whole token columns (the grid points the heuristic was tuned on): two plans only, until the
+    // model is refitted with the tile orders (docs/experiments/pending.md 0). The 128x192 tile for
+    // the 128x128 pair below 8192 tokens (sparse24_wide_token_tile decides from there) where that
+    // tile runs the swizzled order, whose gain the model carries (kSparse24WideSwizzledRate); and,
+    // given a workspace, with promoted accumulation, the 128-token stream-K tile: on weights under 2048 rows the 128x192 tile of
+    // sparse24_narrow_wide_tile leaves a last wave of a few tiles at some whole columns (1280 x 8192
+    // at 3072 tokens: 160 tiles), where stream-K spreads it.
+    const int wide = sparse24_detail::kWide.index;
+    if (config == sparse24_detail::kDefault[3].index && M < 8192 && sparse24_tile_order(M, N, wide).swizzle > 1)
+      consider_one(wide);
+    const int sk = sparse24_detail::kStreamK128x128;
+    if (with_workspace && !fast_accum && M >= kSparse24Configs[sk].tile_n) consider_one(sk);
+    return best;
+  }
   // The data-parallel tiles of the accumulation mode (no workspace), narrowest token tile first.
   const sparse24_detail::Tile* family = fast_accum ? sparse24_detail::kFast : sparse24_detail::kDefault;
   const int n_family = fast_accum ? 5 : 4;

@@ -161,6 +161,11 @@ inline constexpr double kSparse24OobRowCost = 1.75;  // an out-of-bounds token r
 // The 128x192 and between tiles (kWide, kBetween) are weighed where their one column reads at most
 // this many rows of X past M (M + this >= tile_n), or where M fills a column (later columns clamp).
 inline constexpr int64_t kSparse24FewOobRows = 31;
+// The 128x192 tile's time per wave where it runs the swizzled order (sparse24_tile_order), as a
+// share of its fitted rate (fitted in the default order). Measured 0.72-0.94x, geomean 0.83x, at
+// 2300-3800 tokens on eight weights (h100/tuning/tune_sparse24_order_{off,on}.jsonl, an H100);
+// rounded toward 1. The H200 is not measured yet (docs/experiments/pending.md 0).
+inline constexpr double kSparse24WideSwizzledRate = 0.85;
 
 // Whether `config` clamps its last token column inside M: the data-parallel CUTLASS rows do
 // (src/kernels/sm90/common/clamped_token_column.cuh): from tokens >= tile_n on, the tiles of the
@@ -179,7 +184,8 @@ int64_t sparse24_main_rows(int config, int64_t tokens);
 
 // The modelled time (microseconds) of one launch of data-parallel or stream-K `config` on `tokens`
 // tokens of an N x K weight: a fixed cost per call plus the larger of the tile waves (each wave one
-// tile time, linear in K, a rate per configuration) with the out-of-bounds rows added at
+// tile time, linear in K, a rate per configuration; the 128x192 tile's scaled by
+// kSparse24WideSwizzledRate where it runs swizzled) with the out-of-bounds rows added at
 // kSparse24OobRowCost, and the bytes every launch moves (the whole compressed weight, X and Y) at
 // the H200's streaming rate. A model for choosing between plans, not a prediction to quote: 15 %
 // RMS error on the points it was fitted on (the constants in src/sparse24_heuristic.cpp).
@@ -198,9 +204,9 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, i
 // 7 % loss). The tail starts at a multiple of 4 tokens (the per-token scales
 // keep the main launch's 16-byte alignment), so it may keep up to 3 out-of-bounds rows.
 // {config, 1, -1, 0, M} where nothing pays, and at every M that is a multiple of config's column
-// (the grid points the heuristic was tuned on), except the 128x128 pair's whole columns where the
-// 128x192 tile runs the swizzled order (sparse24_tile_order): there the model weighs that tile
-// alone against the pair, with the same 3 % margin.
+// (the grid points the heuristic was tuned on), except the 128x128 pair's whole columns below 8192
+// tokens where the 128x192 tile runs the swizzled order (sparse24_tile_order): there the model
+// weighs that tile alone against the pair, with the same 3 % margin.
 Sparse24Choice sparse24_partial_column(int64_t M_tokens, int64_t N_out, int64_t K, int config, bool fast_accum,
                                        bool with_workspace, int sm_count);
 

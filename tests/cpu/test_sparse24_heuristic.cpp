@@ -370,8 +370,10 @@ TEST(Sparse24CostModel, NoTailAtFullColumnsAndThePlanIsNearlyMonotone) {
 }
 
 // Whole 256-token columns of the 128x128 pair below 8192 tokens: from kSparse24WideSwizzleMinTokens
-// tokens on weights of 2048 rows or more, where the 128x192 tile runs the swizzled order, that tile
-// (measured); below, in fast accumulation and on weights under 2048 rows, not by this rule.
+// tokens on weights of 2048 rows or more, where the 128x192 tile runs the swizzled order, the model
+// takes that tile, as measured at every such point tried (H100, same run:
+// h100/tuning/tune_sparse24_wide_rule_*.jsonl); below, in fast accumulation and on weights under 2048
+// rows, not by this weighing.
 TEST(Sparse24CostModel, WideTileOnWholeColumnsWhereItIsSwizzled) {
   const int wide = kernels::sparse24_detail::kWide.index;
   int taken = 0;
@@ -392,6 +394,50 @@ TEST(Sparse24CostModel, WideTileOnWholeColumnsWhereItIsSwizzled) {
   EXPECT_GT(taken, 0);
   // The GPU test's shape (Sparse24Gpu.LinearWideTokenTileByHeuristic, no workspace).
   EXPECT_EQ(kernels::sparse24_choose(2304, 2176, 1024, -1, 0, false, kSms, false).config, wide);
+}
+
+// Partial columns where the 128x192 tile runs swizzled: the model carries the order's gain
+// (kSparse24WideSwizzledRate), so it leaves the 128x128 pair where that tile measured faster (H100,
+// same run, h100/tuning/tune_sparse24_regret.jsonl: the pair 1.16-1.28x its time at these points).
+TEST(Sparse24CostModel, WideTileOnPartialColumnsWhereItIsSwizzled) {
+  const int wide = kernels::sparse24_detail::kWide.index;
+  for (const Shape& s : {Shape{7168, 4096}, Shape{4608, 3584}, Shape{3584, 18944}})
+    for (int64_t M : {2300, 3500}) {
+      EXPECT_EQ(kernels::sparse24_tile_order(M, s.N, wide).swizzle, 4) << s.N << " M=" << M;
+      EXPECT_EQ(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true).config, wide) << s.N << " M=" << M;
+    }
+  // The factor applies to the swizzled order only: below 2048 tokens, and on weights under 2048
+  // rows, the model of the 128x192 tile is its fitted rate's.
+  const int pair = sparse24_config_index("128x128x256_c1x2_coop");
+  const double ratio_swizzled = kernels::sparse24_model_us(wide, 3072, 4096, 65536, kSms) /
+                                kernels::sparse24_model_us(pair, 3072, 4096, 65536, kSms);
+  const double ratio_default = kernels::sparse24_model_us(wide, 3072, 1536, 65536, kSms) /
+                               kernels::sparse24_model_us(pair, 3072, 1536, 65536, kSms);
+  EXPECT_LT(ratio_swizzled, ratio_default);
+}
+
+// Whole columns of the 128x192 tile on weights under 2048 rows (sparse24_narrow_wide_tile): given a
+// workspace, with promoted accumulation, the model weighs the 128-token stream-K tile there too. At
+// 3072 tokens on 1280 x 8192 the 128x192 tile leaves a last wave of 28 of its 160 tiles; measured
+// 42.4 us for stream-K against 52.9 (H100, h100/tuning/tune_sparse24_tp8qkv.jsonl). At 2048 and
+// 4096 tokens (whole waves of it, 1.0 and 1.7) the 128x192 tile stays.
+TEST(Sparse24CostModel, StreamKOnNarrowWholeColumns) {
+  const int wide = kernels::sparse24_detail::kWide.index;
+  const int sk = kernels::sparse24_detail::kStreamK128x128;
+  EXPECT_EQ(kernels::sparse24_choose(3072, 1280, 8192, -1, 0, false, kSms, true).config, sk);
+  EXPECT_EQ(kernels::sparse24_choose(3072, 1280, 8192, -1, 0, false, kSms, false).config, wide);
+  EXPECT_NE(kernels::sparse24_choose(3072, 1280, 8192, -1, 0, true, kSms, true).config, sk);
+  for (int64_t M : {2048, 4096, 6144})
+    EXPECT_EQ(kernels::sparse24_choose(M, 1280, 8192, -1, 0, false, kSms, true).config, wide) << M;
+  // Elsewhere on the test's weights (whole 256-token columns of 2048 rows or more, or fast
+  // accumulation) the stream-K tile runs only where the heuristic itself takes it.
+  for (const Shape& s : kShapes)
+    for (int64_t M = 256; M <= 16384; M += 256)
+      for (bool fast : {false, true}) {
+        if ((s.N < 2048 && !fast) || kernels::sparse24_heuristic(M, s.N, s.K, kSms, fast, true) == sk) continue;
+        EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, fast, kSms, true).config, sk)
+            << s.N << "x" << s.K << " M=" << M << " fast=" << fast;
+      }
 }
 
 }  // namespace tail_model
