@@ -524,6 +524,17 @@ TEST(Sparse24Gpu, LinearStreamK) {
   LinearSpec none{4, DType::kBF16};
   none.workspace = false;
   check_linear(big, none, rng);
+  // Whole 192-token columns of the 128x192 tile on a weight under 2048 rows: the cost model takes
+  // the 128-token stream-K tile there given a workspace (Sparse24CostModel.StreamKOnNarrowWholeColumns),
+  // the 128x192 tile without one. 2880 tokens (15 columns) on 1288 rows (off the 128-row edge).
+  Weight narrow;
+  make_weight(narrow, 1288, 1024, rng);
+  ASSERT_EQ(sparse24_plan(2880, 1288, 1024, Sparse24Options{}).config,
+            sparse24_config_index("128x128x256_c1x1_coop_streamk"));
+  check_linear(narrow, LinearSpec{2880, DType::kBF16, DType::kBF16}, rng);
+  LinearSpec narrow_none{2880, DType::kF32};
+  narrow_none.workspace = false;
+  check_linear(narrow, narrow_none, rng);
 }
 
 // From 8192 tokens the heuristic takes the 128x192 tile (configuration 9): a partial last token
