@@ -1,6 +1,8 @@
 // The shared linear layer (src/linear_common.h).
 #include "linear_common.h"
 
+#include <mutex>
+
 #include "kernels/sm90/common/splitk_reduce.h"
 #include "qsgemm/device.h"
 
@@ -22,6 +24,28 @@ size_t splitk_workspace_bytes(int64_t M, int64_t N, int split_k) { return kernel
 
 void check_forced_split_workspace(const char* fn, int split_k, int64_t M, int64_t N, const LinearOptions& o) {
   kernels::check_splitk_workspace(fn, split_k, M, N, o.workspace, o.workspace_bytes);
+}
+
+double device_dram_gbps(int device) {
+  if (device < 0 && cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();  // no device: clear the error so that later calls are not confused
+    return 0.0;
+  }
+  const auto read = [device] {
+    int khz = 0, bits = 0;
+    if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) {
+      cudaGetLastError();
+      return 0.0;
+    }
+    return 2.0 * khz * 1e3 * (bits / 8.0) * 1e-9;  // double data rate
+  };
+  constexpr int kMaxDevices = 64;
+  static std::once_flag flags[kMaxDevices];
+  static double gbps[kMaxDevices];
+  if (device >= kMaxDevices) return read();
+  std::call_once(flags[device], [&] { gbps[device] = read(); });
+  return gbps[device];
 }
 
 int resolve_sm_count(const char* fn, int sm_count) {

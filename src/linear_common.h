@@ -61,6 +61,11 @@ size_t splitk_workspace_bytes(int64_t M, int64_t N, int split_k);
 // (kUnsupported when there is none), negative kInvalidArgument.
 int resolve_sm_count(const char* fn, int sm_count);
 
+// The peak DRAM bandwidth of `device` (-1: the current one) in GB/s, from its memory clock and bus
+// width, read once per device; 0 where there is no device or it cannot be read. The heuristics'
+// card profiles follow it (sparse24_profile).
+double device_dram_gbps(int device);
+
 // The device a *_linear call runs on: the stream's, checked to be sm_90 (kUnsupported otherwise).
 struct LaunchDevice {
   int device = 0;

@@ -75,7 +75,7 @@ namespace {
 std::string describe(int config) { return row(config).name; }
 
 // The workspace configuration `config` needs for M x N x K (0 without stream-K). Host arithmetic.
-size_t config_workspace_bytes(int64_t M, int64_t N, int64_t K, int sm_count, int config) {
+size_t config_workspace_bytes(int64_t M, int64_t N, int64_t K, int sm_count, int config, kernels::Sparse24Profile profile) {
   if (!row(config).stream_k()) return 0;
   kernels::Sparse24GemmArgs a;  // the size depends on the shape, the SM count and the tile order only
   a.m_tok = M;
@@ -84,7 +84,7 @@ size_t config_workspace_bytes(int64_t M, int64_t N, int64_t K, int sm_count, int
   a.sm_count = sm_count;
   a.ldx = K;
   a.ldy = N;
-  const kernels::TileOrder order = kernels::sparse24_tile_order(M, N, config);  // as sparse24_linear launches it
+  const kernels::TileOrder order = kernels::sparse24_tile_order(M, N, config, profile);  // as sparse24_linear launches it
   a.swizzle = order.swizzle;
   a.raster = order.raster;
   // At least 16 bytes: a stream-K configuration always takes a workspace, also where CUTLASS's
@@ -115,16 +115,21 @@ void check_problem(const char* fn, int64_t M, int64_t N, int64_t K, const Sparse
   }
 }
 
+// The card profile the heuristic follows on `device` (-1: the current one; the H200's without one).
+kernels::Sparse24Profile device_profile(int device) { return kernels::sparse24_profile(detail::device_dram_gbps(device)); }
+
 // THE plan (include/qsgemm/linear.h): what sparse24_plan publishes and sparse24_linear runs, with or
 // without a workspace. The arguments are checked (check_problem), sm_count > 0.
-LinearPlan make_plan(int64_t M, int64_t N, int64_t K, const Sparse24Options& o, int sm_count, bool with_workspace) {
-  const kernels::Sparse24Choice c =
-      kernels::sparse24_choose(std::max<int64_t>(M, 1), N, K, o.config, o.split_k, o.fast_accum, sm_count, with_workspace);
+LinearPlan make_plan(int64_t M, int64_t N, int64_t K, const Sparse24Options& o, int sm_count, bool with_workspace,
+                     kernels::Sparse24Profile profile) {
+  const kernels::Sparse24Choice c = kernels::sparse24_choose(std::max<int64_t>(M, 1), N, K, o.config, o.split_k,
+                                                             o.fast_accum, sm_count, with_workspace, profile);
   LinearPlan p{c.config, c.split_k, 0, c.tail_config, c.tail_config >= 0 ? c.tail_rows : 0};
   // With a tail, the main launch covers c.main_rows tokens (and the tail needs no workspace).
   if (M > 0)
     p.workspace_bytes = p.split_k > 1 ? detail::splitk_workspace_bytes(M, N, p.split_k)
-                                      : config_workspace_bytes(p.tail_config >= 0 ? c.main_rows : M, N, K, sm_count, p.config);
+                                      : config_workspace_bytes(p.tail_config >= 0 ? c.main_rows : M, N, K, sm_count, p.config,
+                                                               profile);
   return p;
 }
 
@@ -133,13 +138,13 @@ LinearPlan make_plan(int64_t M, int64_t N, int64_t K, const Sparse24Options& o, 
 LinearPlan sparse24_plan(int64_t M, int64_t N, int64_t K, const Sparse24Options& options, int sm_count) {
   const char* fn = "sparse24_plan";
   check_problem(fn, M, N, K, options);
-  return make_plan(M, N, K, options, detail::resolve_sm_count(fn, sm_count), true);
+  return make_plan(M, N, K, options, detail::resolve_sm_count(fn, sm_count), true, device_profile(-1));
 }
 
 size_t sparse24_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, const Sparse24Options& options, int sm_count) {
   const char* fn = "sparse24_linear_workspace_bytes";
   check_problem(fn, M, N, K, options);
-  return make_plan(M, N, K, options, detail::resolve_sm_count(fn, sm_count), true).workspace_bytes;
+  return make_plan(M, N, K, options, detail::resolve_sm_count(fn, sm_count), true, device_profile(-1)).workspace_bytes;
 }
 
 Sparse24WeightBytes sparse24_weight_bytes(int64_t N, int64_t K, bool per_tensor_scale) {
@@ -249,8 +254,10 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
       ws);
   // ---- device and plan -------------------------------------------------------------------------------
   const detail::LaunchDevice dev = detail::launch_device(fn, stream);
+  const kernels::Sparse24Profile profile = device_profile(dev.device);
   const LinearPlan plan = detail::select_plan(
-      fn, options, M, N, K, [&](bool with_ws) { return make_plan(M, N, K, options, dev.sm_count, with_ws); }, describe);
+      fn, options, M, N, K, [&](bool with_ws) { return make_plan(M, N, K, options, dev.sm_count, with_ws, profile); },
+      describe);
 
   kernels::Sparse24GemmArgs a;
   a.m_tok = M;
@@ -272,7 +279,7 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   a.device = dev.device;
   a.sm_count = dev.sm_count;
   a.whole_last_tile = options.whole_last_tile;
-  const kernels::TileOrder order = kernels::sparse24_tile_order(M, N, plan.config);
+  const kernels::TileOrder order = kernels::sparse24_tile_order(M, N, plan.config, profile);
   a.swizzle = order.swizzle;
   a.raster = order.raster;
   if (plan.split_k > 1) {
@@ -302,7 +309,7 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   const int64_t start = M - plan.tail_rows;
   kernels::Sparse24GemmArgs t = a;
   a.m_tok = main_rows;
-  const kernels::TileOrder main_order = kernels::sparse24_tile_order(main_rows, N, plan.config);
+  const kernels::TileOrder main_order = kernels::sparse24_tile_order(main_rows, N, plan.config, profile);
   a.swizzle = main_order.swizzle;
   a.raster = main_order.raster;
   kernels::run_sparse24_gemm(a, plan.config, stream);
@@ -310,7 +317,7 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   t.x = a.x + start * x.ld;
   t.y = static_cast<char*>(y.data) + start * y.ld * static_cast<int64_t>(dtype_size(y.dtype));
   if (!sx_scalar) t.x_scale = x_scale.data + start;
-  const kernels::TileOrder tail_order = kernels::sparse24_tile_order(plan.tail_rows, N, plan.tail_config);
+  const kernels::TileOrder tail_order = kernels::sparse24_tile_order(plan.tail_rows, N, plan.tail_config, profile);
   t.swizzle = tail_order.swizzle;
   t.raster = tail_order.raster;
   t.workspace = nullptr;

@@ -114,8 +114,13 @@ int sparse24_split_k(int64_t M_tokens, int64_t N_out, int64_t K, int tile_m, int
   return 1;
 }
 
-TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config) {
-  const int64_t min_tokens = config == sparse24_detail::kWide.index ? kSparse24WideSwizzleMinTokens : 4096;
+Sparse24Profile sparse24_profile(double dram_gbps) {
+  return dram_gbps > 0 && dram_gbps < kSparse24H200MinDramGBps ? Sparse24Profile::kH100 : Sparse24Profile::kH200;
+}
+
+TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config, Sparse24Profile profile) {
+  const bool wide_early = config == sparse24_detail::kWide.index && profile == Sparse24Profile::kH100;
+  const int64_t min_tokens = wide_early ? kSparse24WideSwizzleMinTokens : 4096;
   return M_tokens >= min_tokens && N_out >= 2048 ? TileOrder{4, 1} : TileOrder{};
 }
 
@@ -198,14 +203,15 @@ int64_t sparse24_oob_rows(int config, int64_t tokens) {
 
 int64_t sparse24_main_rows(int config, int64_t tokens) { return tokens / token_column(config) * token_column(config); }
 
-double sparse24_model_us(int config, int64_t tokens, int64_t N, int64_t K, int sm_count) {
+double sparse24_model_us(int config, int64_t tokens, int64_t N, int64_t K, int sm_count, Sparse24Profile profile) {
   const Sparse24ConfigRow& c = kSparse24Configs[config];
   const double rate = tile_rate(config);
   if (rate < 0 || tokens <= 0) return 0.0;
   const int64_t tiles_m = (N + c.tile_m - 1) / c.tile_m;
   const int64_t cols = (tokens + token_column(config) - 1) / token_column(config) * c.cluster_n;
   double tile_us = rate * static_cast<double>(K) * 1e-3;
-  if (config == sparse24_detail::kWide.index && sparse24_tile_order(tokens, N, config).swizzle > 1)
+  if (profile == Sparse24Profile::kH100 && config == sparse24_detail::kWide.index &&
+      sparse24_tile_order(tokens, N, config, profile).swizzle > 1)
     tile_us *= kSparse24WideSwizzledRate;  // its rate was fitted in the default order
   const double waves = std::ceil(static_cast<double>(tiles_m * cols) / sm_count);
   const double oob_tiles = kSparse24OobRowCost * static_cast<double>(tiles_m) *
@@ -216,17 +222,17 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N, int64_t K, int s
 }
 
 Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int config, bool fast_accum, bool with_workspace,
-                                       int sm_count) {
+                                       int sm_count, Sparse24Profile profile) {
   Sparse24Choice best{config, 1, -1, 0, M};
   const Sparse24ConfigRow& c = kSparse24Configs[config];
   if (tile_rate(config) < 0 || !(c.splittable() || c.stream_k())) return best;
   // Another plan must model 3 % faster; 10 % to leave the 128x192 tile, which the heuristic takes
   // where it measured faster on the grid (sparse24_wide_token_tile, sparse24_narrow_wide_tile).
   const double margin = config == sparse24_detail::kWide.index ? 0.90 : 0.97;
-  double best_us = margin * sparse24_model_us(config, M, N, K, sm_count);
+  double best_us = margin * sparse24_model_us(config, M, N, K, sm_count, profile);
   const auto consider_one = [&](int t) {
     if (t == config) return;
-    const double us = sparse24_model_us(t, M, N, K, sm_count);
+    const double us = sparse24_model_us(t, M, N, K, sm_count, profile);
     if (us < best_us) {
       best_us = us;
       best = Sparse24Choice{t, 1, -1, 0, M};
@@ -234,14 +240,16 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   };
   if (M % token_column(config) == 0) {
     // Whole token columns (the grid points the heuristic was tuned on): two plans only, until the
-    // model is refitted with the tile orders (docs/experiments/pending.md 0). The 128x192 tile for
-    // the 128x128 pair below 8192 tokens (sparse24_wide_token_tile decides from there) where that
-    // tile runs the swizzled order, whose gain the model carries (kSparse24WideSwizzledRate); and,
-    // given a workspace, with promoted accumulation, the 128-token stream-K tile: on weights under 2048 rows the 128x192 tile of
-    // sparse24_narrow_wide_tile leaves a last wave of a few tiles at some whole columns (1280 x 8192
-    // at 3072 tokens: 160 tiles), where stream-K spreads it.
+    // model is refitted with the tile orders (docs/experiments/pending.md 0). On the H100 profile
+    // the 128x192 tile for the 128x128 pair below 8192 tokens (sparse24_wide_token_tile decides from
+    // there) where that tile runs the swizzled order, whose gain the model carries
+    // (kSparse24WideSwizzledRate); and, given a workspace, with promoted accumulation, the 128-token
+    // stream-K tile: on weights under 2048 rows the 128x192 tile of sparse24_narrow_wide_tile
+    // leaves a last wave of a few tiles at some whole columns (1280 x 8192 at 3072 tokens: 160
+    // tiles), where stream-K spreads it.
     const int wide = sparse24_detail::kWide.index;
-    if (config == sparse24_detail::kDefault[3].index && M < 8192 && sparse24_tile_order(M, N, wide).swizzle > 1)
+    if (profile == Sparse24Profile::kH100 && config == sparse24_detail::kDefault[3].index && M < 8192 &&
+        sparse24_tile_order(M, N, wide, profile).swizzle > 1)
       consider_one(wide);
     const int sk = sparse24_detail::kStreamK128x128;
     if (with_workspace && !fast_accum && M >= kSparse24Configs[sk].tile_n) consider_one(sk);
@@ -282,7 +290,7 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
     const int main = mains[mi];
     const int64_t main_rows = sparse24_main_rows(main, M);
     if (main_rows == M) continue;
-    const double main_us = sparse24_model_us(main, main_rows, N, K, sm_count);
+    const double main_us = sparse24_model_us(main, main_rows, N, K, sm_count, profile);
     for (int i = 0; i < n_family; ++i) {
       const int t = family[i].index;
       const int64_t tn = token_column(t);
@@ -290,7 +298,7 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
       if (want > M) continue;
       const int64_t start = (M - want + 3) / 4 * 4;  // 16-byte aligned per-token scales
       const int64_t rows = M - start;                // >= M - main_rows: main_rows % 4 == 0
-      const double us = main_us + sparse24_model_us(t, rows, N, K, sm_count);
+      const double us = main_us + sparse24_model_us(t, rows, N, K, sm_count, profile);
       if (us < best_us) {
         best_us = us;
         best = Sparse24Choice{main, 1, t, rows, main_rows};
@@ -301,7 +309,7 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
 }
 
 Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int split_k, bool fast_accum, int sm_count,
-                               bool with_workspace) {
+                               bool with_workspace, Sparse24Profile profile) {
   Sparse24Choice p;
   if (config < 0 && M < kSparse24FastMinTokens) fast_accum = false;  // the promoted plan (kSparse24FastMinTokens)
   // Stream-K only with a workspace, and not under a forced split.
@@ -320,7 +328,7 @@ Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int 
   // where the model (15 % RMS) is least sure; they are kept.
   if (config < 0 && p.split_k == 1 && !one_column_band(M, N, sm_count, fast_accum) &&
       !sparse24_two_column_band(M, N, sm_count))
-    p = sparse24_partial_column(M, N, K, p.config, fast_accum, with_workspace, sm_count);
+    p = sparse24_partial_column(M, N, K, p.config, fast_accum, with_workspace, sm_count, profile);
   if (p.tail_config < 0) p.main_rows = M;
   return p;
 }

@@ -126,14 +126,28 @@ inline constexpr int kSparse24MaxSplitK = 16;         // the largest forced spli
 inline constexpr int64_t kSparse24SplitTileK = 256;   // slices are whole K tiles of 256
 int sparse24_split_k(int64_t M_tokens, int64_t N_out, int64_t K, int tile_m, int tile_n, int sm_count);
 
+// The card whose measurements the heuristic follows where two cards disagreed. The 128x192 tile
+// against the 128x128 cluster pair at 1024-8191 tokens: on the H200 the pair was the faster at
+// 1024-4096 tokens (the 128x192 tile 1.07-1.35x its time at 1024, 1.09-1.19x at 4096 with both
+// swizzled; h200/tuning/tune_sparse24_192.txt), on an H100 the 128x192 tile (swizzled from 2048
+// tokens: 0.73-0.97x the pair's time at 2048-7168 tokens on 27 weights, same run;
+// h100/tuning/tune_sparse24_wide_rule_*.jsonl, tune_sparse24_ab_swizzled_rate.jsonl). The rest of
+// the heuristic (fitted on the H200) serves both. A card follows the H100's measurements where its
+// peak DRAM bandwidth is known and below kSparse24H200MinDramGBps (the H100 SXM's 3.35 TB/s; the
+// H200's 4.8 TB/s), the H200's otherwise (also where it is unknown: planning without a GPU).
+enum class Sparse24Profile : uint8_t { kH200, kH100 };
+inline constexpr double kSparse24H200MinDramGBps = 4000.0;
+Sparse24Profile sparse24_profile(double dram_gbps);
+
 // CUTLASS's persistent tile scheduler order for `config`: bands of 4 tiles rastered along the weight
-// rows on weights of at least 2048 rows, from kSparse24WideSwizzleMinTokens tokens on the 128x192
-// tile and from 4096 on the others; CUTLASS's default elsewhere, where the swizzle measured slower
+// rows on weights of at least 2048 rows, from 4096 tokens (on the H100 profile the 128x192 tile from
+// kSparse24WideSwizzleMinTokens); CUTLASS's default elsewhere, where the swizzle measured slower
 // (256-1024 tokens on 128x128 up to 3x, the 1280-row shard 7-25 %). Data: tune_tile_order.txt; the
 // 128x192 tile at 2300-3800 tokens: h100/tuning/tune_sparse24_order_*.jsonl (0.72-0.94x the
 // default order's time on eight weights; the 128x128 cluster pair 1.13-1.21x at 2300 tokens).
 inline constexpr int64_t kSparse24WideSwizzleMinTokens = 2048;
-TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config);
+TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config,
+                              Sparse24Profile profile = Sparse24Profile::kH200);
 
 // The heuristic's part of a plan: the configuration and the number of K slices for the options
 // (config: -1 or forced; split_k: 0 library, 1 none, >= 2 forced). with_workspace: the caller gives
@@ -161,10 +175,10 @@ inline constexpr double kSparse24OobRowCost = 1.75;  // an out-of-bounds token r
 // The 128x192 and between tiles (kWide, kBetween) are weighed where their one column reads at most
 // this many rows of X past M (M + this >= tile_n), or where M fills a column (later columns clamp).
 inline constexpr int64_t kSparse24FewOobRows = 31;
-// The 128x192 tile's time per wave where it runs the swizzled order (sparse24_tile_order), as a
-// share of its fitted rate (fitted in the default order). Measured 0.72-0.94x, geomean 0.83x, at
-// 2300-3800 tokens on eight weights (h100/tuning/tune_sparse24_order_{off,on}.jsonl, an H100);
-// rounded toward 1. The H200 is not measured yet (docs/experiments/pending.md 0).
+// On the H100 profile, the 128x192 tile's time per wave where it runs the swizzled order
+// (sparse24_tile_order), as a share of its fitted rate (fitted in the default order, on the H200).
+// Measured 0.72-0.94x, geomean 0.83x, at 2300-3800 tokens on eight weights
+// (h100/tuning/tune_sparse24_order_{off,on}.jsonl); rounded toward 1.
 inline constexpr double kSparse24WideSwizzledRate = 0.85;
 
 // Whether `config` clamps its last token column inside M: the data-parallel CUTLASS rows do
@@ -184,12 +198,13 @@ int64_t sparse24_main_rows(int config, int64_t tokens);
 
 // The modelled time (microseconds) of one launch of data-parallel or stream-K `config` on `tokens`
 // tokens of an N x K weight: a fixed cost per call plus the larger of the tile waves (each wave one
-// tile time, linear in K, a rate per configuration; the 128x192 tile's scaled by
-// kSparse24WideSwizzledRate where it runs swizzled) with the out-of-bounds rows added at
+// tile time, linear in K, a rate per configuration; on the H100 profile the 128x192 tile's scaled
+// by kSparse24WideSwizzledRate where it runs swizzled) with the out-of-bounds rows added at
 // kSparse24OobRowCost, and the bytes every launch moves (the whole compressed weight, X and Y) at
 // the H200's streaming rate. A model for choosing between plans, not a prediction to quote: 15 %
 // RMS error on the points it was fitted on (the constants in src/sparse24_heuristic.cpp).
-double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, int sm_count);
+double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, int sm_count,
+                         Sparse24Profile profile = Sparse24Profile::kH200);
 
 // Where `config` (the heuristic's data-parallel or stream-K pick) leaves a partial token column,
 // the plan with the lowest modelled time among: `config` as it is; one launch of another
@@ -203,15 +218,16 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, i
 // where it measured faster: at 1280 x 8192, M = 8192, the model's 6 % for the 128x128 pair was a
 // 7 % loss). The tail starts at a multiple of 4 tokens (the per-token scales
 // keep the main launch's 16-byte alignment), so it may keep up to 3 out-of-bounds rows.
-// {config, 1, -1, 0, M} where nothing pays, and at every M that is a multiple of config's column
-// (the grid points the heuristic was tuned on), except the 128x128 pair's whole columns below 8192
-// tokens where the 128x192 tile runs the swizzled order (sparse24_tile_order): there the model
-// weighs that tile alone against the pair, with the same 3 % margin.
+// {config, 1, -1, 0, M} where nothing pays. At an M that is a multiple of config's column (the grid
+// points the heuristic was tuned on) the model weighs two plans only, with the margins above: given
+// a workspace with promoted accumulation, the 128-token stream-K tile; and on the H100 profile, for
+// the 128x128 pair below 8192 tokens where the 128x192 tile runs the swizzled order, that tile.
 Sparse24Choice sparse24_partial_column(int64_t M_tokens, int64_t N_out, int64_t K, int config, bool fast_accum,
-                                       bool with_workspace, int sm_count);
+                                       bool with_workspace, int sm_count,
+                                       Sparse24Profile profile = Sparse24Profile::kH200);
 
 Sparse24Choice sparse24_choose(int64_t M_tokens, int64_t N_out, int64_t K, int config, int split_k, bool fast_accum,
-                               int sm_count, bool with_workspace);
+                               int sm_count, bool with_workspace, Sparse24Profile profile = Sparse24Profile::kH200);
 
 // ---- the decode kernel's grid (sm90_sparse24_skinny.cu) -------------------------------------------
 inline constexpr int kSparse24SkinnyPanel = 128;          // logical K of one metadata panel

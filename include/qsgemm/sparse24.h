@@ -122,8 +122,10 @@ struct Sparse24Options : LinearOptions {
 // choice with stream-K allowed), the K slices and the workspace (split_k · M · N · 4 for a split,
 // CUTLASS's stream-K workspace for a stream-K configuration, 0 otherwise; 0 for M = 0).
 // options.workspace is not looked at. Host arithmetic on a GPU with `sm_count` SMs (0: the current
-// device's; kUnsupported when there is none). Throws kInvalidArgument for a bad shape or option, as
-// sparse24_linear would.
+// device's; kUnsupported when there is none) and the current device's DRAM bandwidth (where the
+// H100 and the H200 measured differently, the heuristic follows the card's own measurements; the
+// H200's without a device: src/sparse24_heuristic.h, Sparse24Profile). Throws kInvalidArgument for
+// a bad shape or option, as sparse24_linear would.
 LinearPlan sparse24_plan(int64_t M, int64_t N, int64_t K, const Sparse24Options& options, int sm_count = 0);
 // sparse24_plan(...).workspace_bytes.
 size_t sparse24_linear_workspace_bytes(int64_t M, int64_t N, int64_t K, const Sparse24Options& options,

@@ -369,51 +369,59 @@ TEST(Sparse24CostModel, NoTailAtFullColumnsAndThePlanIsNearlyMonotone) {
   EXPECT_LE(plan_us(288, {57344, 8192}, false), plan_us(512, {57344, 8192}, false));
 }
 
-// Whole 256-token columns of the 128x128 pair below 8192 tokens: from kSparse24WideSwizzleMinTokens
-// tokens on weights of 2048 rows or more, where the 128x192 tile runs the swizzled order, the model
-// takes that tile, as measured at every such point tried (H100, same run:
-// h100/tuning/tune_sparse24_wide_rule_*.jsonl); below, in fast accumulation and on weights under 2048
-// rows, not by this weighing.
+// Whole 256-token columns of the 128x128 pair below 8192 tokens, on the H100 profile: from
+// kSparse24WideSwizzleMinTokens tokens on weights of 2048 rows or more, where the 128x192 tile runs
+// the swizzled order, the model takes that tile, as measured at every such point tried (H100, same
+// run: h100/tuning/tune_sparse24_wide_rule_*.jsonl); below, in fast accumulation and on weights
+// under 2048 rows, not by this weighing. On the H200 profile the pair stays (the H200 measured it
+// the faster there: h200/tuning/tune_sparse24_192.txt).
 TEST(Sparse24CostModel, WideTileOnWholeColumnsWhereItIsSwizzled) {
+  using kernels::Sparse24Profile;
+  const Sparse24Profile h100 = Sparse24Profile::kH100, h200 = Sparse24Profile::kH200;
   const int wide = kernels::sparse24_detail::kWide.index;
   int taken = 0;
   for (const Shape& s : kShapes) {
     if (s.N < 2048) continue;  // there sparse24_narrow_wide_tile decides
     for (int64_t M = kernels::kSparse24WideSwizzleMinTokens; M < 8192; M += 256) {
-      EXPECT_EQ(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, false).config, wide) << s.N << " M=" << M;
+      EXPECT_EQ(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, false, h100).config, wide) << s.N << " M=" << M;
       // Given a workspace, the 128-token stream-K rule's wave rule may come first.
-      const int with_ws = kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true).config;
+      const int with_ws = kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true, h100).config;
       EXPECT_TRUE(with_ws == wide || kSparse24Configs[with_ws].stream_k()) << s.N << " M=" << M;
-      EXPECT_EQ(kernels::sparse24_tile_order(M, s.N, wide).swizzle, 4) << s.N << " M=" << M;
-      EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true).config, wide) << s.N << " M=" << M;
+      EXPECT_EQ(kernels::sparse24_tile_order(M, s.N, wide, h100).swizzle, 4) << s.N << " M=" << M;
+      EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true, h100).config, wide) << s.N << " M=" << M;
+      EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, false, h200).config, wide) << s.N << " M=" << M;
       ++taken;
     }
     for (int64_t M : {1024, 1536, 1792})
-      EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true).config, wide) << s.N << " M=" << M;
+      EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true, h100).config, wide) << s.N << " M=" << M;
   }
   EXPECT_GT(taken, 0);
   // The GPU test's shape (Sparse24Gpu.LinearWideTokenTileByHeuristic, no workspace).
-  EXPECT_EQ(kernels::sparse24_choose(2304, 2176, 1024, -1, 0, false, kSms, false).config, wide);
+  EXPECT_EQ(kernels::sparse24_choose(2304, 2176, 1024, -1, 0, false, kSms, false, h100).config, wide);
+  EXPECT_NE(kernels::sparse24_choose(2304, 2176, 1024, -1, 0, false, kSms, false, h200).config, wide);
 }
 
-// Partial columns where the 128x192 tile runs swizzled: the model carries the order's gain
-// (kSparse24WideSwizzledRate), so it leaves the 128x128 pair where that tile measured faster (H100,
-// same run, h100/tuning/tune_sparse24_regret.jsonl: the pair 1.16-1.28x its time at these points).
+// Partial columns where the 128x192 tile runs swizzled, on the H100 profile: the model carries the
+// order's gain (kSparse24WideSwizzledRate), so it leaves the 128x128 pair where that tile measured
+// faster (H100, same run, h100/tuning/tune_sparse24_regret.jsonl: the pair 1.16-1.28x its time at
+// these points). The H200 profile models the tile at its fitted rate.
 TEST(Sparse24CostModel, WideTileOnPartialColumnsWhereItIsSwizzled) {
+  using kernels::Sparse24Profile;
+  const Sparse24Profile h100 = Sparse24Profile::kH100, h200 = Sparse24Profile::kH200;
   const int wide = kernels::sparse24_detail::kWide.index;
   for (const Shape& s : {Shape{7168, 4096}, Shape{4608, 3584}, Shape{3584, 18944}})
     for (int64_t M : {2300, 3500}) {
-      EXPECT_EQ(kernels::sparse24_tile_order(M, s.N, wide).swizzle, 4) << s.N << " M=" << M;
-      EXPECT_EQ(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true).config, wide) << s.N << " M=" << M;
+      EXPECT_EQ(kernels::sparse24_tile_order(M, s.N, wide, h100).swizzle, 4) << s.N << " M=" << M;
+      EXPECT_EQ(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true, h100).config, wide) << s.N << " M=" << M;
     }
-  // The factor applies to the swizzled order only: below 2048 tokens, and on weights under 2048
-  // rows, the model of the 128x192 tile is its fitted rate's.
-  const int pair = sparse24_config_index("128x128x256_c1x2_coop");
-  const double ratio_swizzled = kernels::sparse24_model_us(wide, 3072, 4096, 65536, kSms) /
-                                kernels::sparse24_model_us(pair, 3072, 4096, 65536, kSms);
-  const double ratio_default = kernels::sparse24_model_us(wide, 3072, 1536, 65536, kSms) /
-                               kernels::sparse24_model_us(pair, 3072, 1536, 65536, kSms);
-  EXPECT_LT(ratio_swizzled, ratio_default);
+  // The factor applies to the swizzled order on the H100 profile only: below 2048 tokens, on
+  // weights under 2048 rows and on the H200 profile the model of the 128x192 tile is its fitted rate's.
+  const auto model = [&](int64_t M, int64_t N, Sparse24Profile p) {
+    return kernels::sparse24_model_us(wide, M, N, 65536, kSms, p);
+  };
+  EXPECT_LT(model(3072, 4096, h100), 0.9 * model(3072, 4096, h200));
+  EXPECT_EQ(model(3072, 1536, h100), model(3072, 1536, h200));
+  EXPECT_EQ(model(2047, 4096, h100), model(2047, 4096, h200));
 }
 
 // Whole columns of the 128x192 tile on weights under 2048 rows (sparse24_narrow_wide_tile): given a

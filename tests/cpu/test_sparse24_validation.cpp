@@ -224,24 +224,42 @@ TEST(Sparse24Heuristic, NarrowLayersStepDownToFillTheGpu) {
 // 4096 tokens (the 128x192 tile: kSparse24WideSwizzleMinTokens) on, CUTLASS's default otherwise
 // (swizzling 256-1024 tokens measured up to 3x slower on 128x128, and the 1280-row shard 7-25 %).
 TEST(Sparse24Heuristic, TileOrder) {
+  using kernels::Sparse24Profile;
   const int wide = kernels::sparse24_detail::kWide.index;
-  for (const int config : {kernels::sparse24_row("128x128x256_c1x2_coop"),
-                           kernels::sparse24_row("64x128x256_c1x1_pingpong"),
-                           kernels::sparse24_row("128x256x128_c1x2_coop_fastaccum"), wide}) {
-    const int64_t first = config == wide ? kernels::kSparse24WideSwizzleMinTokens : 4096;
-    for (int64_t n : {2048, 8192, 57344}) {
-      for (int64_t m : {int64_t{1}, int64_t{256}, int64_t{1024}, first - 1}) {
-        EXPECT_EQ(kernels::sparse24_tile_order(m, n, config).swizzle, 1) << m << "x" << n << " config " << config;
-        EXPECT_EQ(kernels::sparse24_tile_order(m, n, config).raster, 0) << m << "x" << n << " config " << config;
+  for (const Sparse24Profile profile : {Sparse24Profile::kH200, Sparse24Profile::kH100})
+    for (const int config : {kernels::sparse24_row("128x128x256_c1x2_coop"),
+                             kernels::sparse24_row("64x128x256_c1x1_pingpong"),
+                             kernels::sparse24_row("128x256x128_c1x2_coop_fastaccum"), wide}) {
+      // The 128x192 tile from kSparse24WideSwizzleMinTokens on the H100 profile only.
+      const int64_t first =
+          config == wide && profile == Sparse24Profile::kH100 ? kernels::kSparse24WideSwizzleMinTokens : 4096;
+      const auto order = [&](int64_t m, int64_t n) { return kernels::sparse24_tile_order(m, n, config, profile); };
+      for (int64_t n : {2048, 8192, 57344}) {
+        for (int64_t m : {int64_t{1}, int64_t{256}, int64_t{1024}, first - 1}) {
+          EXPECT_EQ(order(m, n).swizzle, 1) << m << "x" << n << " config " << config;
+          EXPECT_EQ(order(m, n).raster, 0) << m << "x" << n << " config " << config;
+        }
+        for (int64_t m : {first, int64_t{16384}, int64_t{1} << 20}) {
+          EXPECT_EQ(order(m, n).swizzle, 4) << m << "x" << n << " config " << config;
+          EXPECT_EQ(order(m, n).raster, 1) << m << "x" << n << " config " << config;
+        }
       }
-      for (int64_t m : {first, int64_t{16384}, int64_t{1} << 20}) {
-        EXPECT_EQ(kernels::sparse24_tile_order(m, n, config).swizzle, 4) << m << "x" << n << " config " << config;
-        EXPECT_EQ(kernels::sparse24_tile_order(m, n, config).raster, 1) << m << "x" << n << " config " << config;
-      }
+      for (int64_t n : {64, 1280, 2047}) EXPECT_EQ(order(16384, n).swizzle, 1) << n;
     }
-    for (int64_t n : {64, 1280, 2047}) EXPECT_EQ(kernels::sparse24_tile_order(16384, n, config).swizzle, 1) << n;
-  }
   EXPECT_LT(kernels::kSparse24WideSwizzleMinTokens, 4096);
+  // The default profile is the H200's.
+  EXPECT_EQ(kernels::sparse24_tile_order(2048, 8192, wide).swizzle, 1);
+}
+
+// The card profile by peak DRAM bandwidth (GB/s): an H100 SXM (3352) follows the H100's
+// measurements, an H200 (4915) and an unknown card (0: no device) the H200's.
+TEST(Sparse24Heuristic, ProfileByDramBandwidth) {
+  using kernels::Sparse24Profile;
+  EXPECT_EQ(kernels::sparse24_profile(3352.3), Sparse24Profile::kH100);
+  EXPECT_EQ(kernels::sparse24_profile(2039.0), Sparse24Profile::kH100);  // H100 PCIe
+  EXPECT_EQ(kernels::sparse24_profile(4915.2), Sparse24Profile::kH200);
+  EXPECT_EQ(kernels::sparse24_profile(kernels::kSparse24H200MinDramGBps), Sparse24Profile::kH200);
+  EXPECT_EQ(kernels::sparse24_profile(0.0), Sparse24Profile::kH200);
 }
 
 // The stream-K configurations (10, 11, and their 16- and 8-token siblings 15, 16, explicit

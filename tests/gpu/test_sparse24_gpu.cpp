@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gpu_test_util.h"
+#include "qsgemm/device.h"
 #include "qsgemm/error.h"
 #include "qsgemm/reference.h"
 #include "qsgemm/sparse24.h"
@@ -551,15 +553,24 @@ TEST(Sparse24Gpu, LinearWideTokenTileByHeuristic) {
   LinearSpec f32{8192, DType::kF32, DType::kF32};
   f32.workspace = false;
   check_linear(w, f32, rng);
-  // The same tile on 2048 rows or more from kSparse24WideSwizzleMinTokens tokens runs the swizzled
-  // tile order (sparse24_tile_order): 2056 rows and 2100 tokens, both off the tile edges.
+  // The same tile on 2048 rows or more runs the swizzled tile order (sparse24_tile_order) from 4096
+  // tokens on every card (from 2048 on the H100 profile): 2056 rows and 4100 tokens, both off the
+  // tile edges.
   Weight w2;
   make_weight(w2, 2056, 256, rng);
-  LinearSpec swizzled{2100, DType::kBF16, DType::kF32, false, 9};
+  LinearSpec swizzled{4100, DType::kBF16, DType::kF32, false, 9};
   check_linear(w2, swizzled, rng);
-  // The heuristic's tile on whole 256-token columns of the 128x128 pair where it runs swizzled
-  // (2304 tokens = 12 columns of 192; the CPU test Sparse24CostModel.WideTileOnWholeColumnsWhereItIsSwizzled
-  // checks the pick), without a workspace.
+  // The card profile (Sparse24Profile in src/sparse24_heuristic.h), read from the device's DRAM
+  // bandwidth: on whole 256-token columns of the 128x128 pair at 2304 tokens an H100 takes the
+  // swizzled 128x192 tile, an H200 the pair.
+  const std::string card = device_info().name;
+  const int plan_2304 = sparse24_plan(2304, 4096, 1024, Sparse24Options{}).config;
+  if (card.find("H100") != std::string::npos) EXPECT_EQ(plan_2304, 9) << card;
+  if (card.find("H200") != std::string::npos) EXPECT_EQ(plan_2304, sparse24_config_index("128x128x256_c1x2_coop")) << card;
+  std::printf("    %s: the 2304-token plan on 4096 x 1024 is %s\n", card.c_str(), sparse24_config(plan_2304).name().c_str());
+  // The heuristic's pick on whole 256-token columns (2304 tokens = 12 columns of 192: the 128x192
+  // tile on the H100 profile, the pair on the H200's; the CPU test
+  // Sparse24CostModel.WideTileOnWholeColumnsWhereItIsSwizzled checks both), without a workspace.
   Weight w3;
   make_weight(w3, 2176, 1024, rng);
   LinearSpec whole{2304, DType::kBF16, DType::kBF16};
