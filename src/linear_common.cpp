@@ -1,9 +1,8 @@
 // The shared linear layer (src/linear_common.h).
 #include "linear_common.h"
 
-#include <mutex>
-
 #include "kernels/sm90/common/splitk_reduce.h"
+#include "per_device_once.h"
 #include "qsgemm/device.h"
 
 namespace qsgemm::detail {
@@ -31,21 +30,19 @@ double device_dram_gbps(int device) {
     cudaGetLastError();  // no device: clear the error so that later calls are not confused
     return 0.0;
   }
-  const auto read = [device] {
+  static PerDeviceOnce once;
+  static double gbps[PerDeviceOnce::kMaxDevices];
+  double read = 0.0;
+  double& out = device < PerDeviceOnce::kMaxDevices ? gbps[device] : read;
+  once.run(device, [&] {
     int khz = 0, bits = 0;
-    if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) {
-      cudaGetLastError();
-      return 0.0;
-    }
-    return 2.0 * khz * 1e3 * (bits / 8.0) * 1e-9;  // double data rate
-  };
-  constexpr int kMaxDevices = 64;
-  static std::once_flag flags[kMaxDevices];
-  static double gbps[kMaxDevices];
-  if (device >= kMaxDevices) return read();
-  std::call_once(flags[device], [&] { gbps[device] = read(); });
-  return gbps[device];
+    cudaError_t e = cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device);
+    if (e != cudaSuccess) cudaGetLastError();
+    out = e == cudaSuccess ? 2.0 * khz * 1e3 * (bits / 8.0) * 1e-9 : 0.0;  // double data rate
+    return e;
+  });
+  return out;
 }
 
 int resolve_sm_count(const char* fn, int sm_count) {

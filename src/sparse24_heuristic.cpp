@@ -119,8 +119,8 @@ Sparse24Profile sparse24_profile(double dram_gbps) {
 }
 
 TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config, Sparse24Profile profile) {
-  const bool wide_early = config == sparse24_detail::kWide.index && profile == Sparse24Profile::kH100;
-  const int64_t min_tokens = wide_early ? kSparse24WideSwizzleMinTokens : 4096;
+  const int64_t min_tokens =
+      config == sparse24_detail::kWide.index ? sparse24_card_traits(profile).wide_swizzle_min_tokens : 4096;
   return M_tokens >= min_tokens && N_out >= 2048 ? TileOrder{4, 1} : TileOrder{};
 }
 
@@ -210,9 +210,8 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N, int64_t K, int s
   const int64_t tiles_m = (N + c.tile_m - 1) / c.tile_m;
   const int64_t cols = (tokens + token_column(config) - 1) / token_column(config) * c.cluster_n;
   double tile_us = rate * static_cast<double>(K) * 1e-3;
-  if (profile == Sparse24Profile::kH100 && config == sparse24_detail::kWide.index &&
-      sparse24_tile_order(tokens, N, config, profile).swizzle > 1)
-    tile_us *= kSparse24WideSwizzledRate;  // its rate was fitted in the default order
+  if (config == sparse24_detail::kWide.index && sparse24_tile_order(tokens, N, config, profile).swizzle > 1)
+    tile_us *= sparse24_card_traits(profile).wide_swizzled_rate;  // its rate was fitted in the default order
   const double waves = std::ceil(static_cast<double>(tiles_m * cols) / sm_count);
   const double oob_tiles = kSparse24OobRowCost * static_cast<double>(tiles_m) *
                            static_cast<double>(sparse24_oob_rows(config, tokens)) / c.tile_n;
@@ -240,16 +239,16 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   };
   if (M % token_column(config) == 0) {
     // Whole token columns (the grid points the heuristic was tuned on): two plans only, until the
-    // model is refitted with the tile orders (docs/experiments/pending.md 0). On the H100 profile
-    // the 128x192 tile for the 128x128 pair below 8192 tokens (sparse24_wide_token_tile decides from
-    // there) where that tile runs the swizzled order, whose gain the model carries
-    // (kSparse24WideSwizzledRate); and, given a workspace, with promoted accumulation, the 128-token
+    // model is refitted with the tile orders (docs/experiments/pending.md 0). The 128x192 tile for
+    // the 128x128 pair below 8192 tokens (sparse24_wide_token_tile decides from there) where that
+    // tile runs the swizzled order with a measured gain, which the model carries (wide_swizzled_rate
+    // < 1: the H100 profile); and, given a workspace, with promoted accumulation, the 128-token
     // stream-K tile: on weights under 2048 rows the 128x192 tile of sparse24_narrow_wide_tile
     // leaves a last wave of a few tiles at some whole columns (1280 x 8192 at 3072 tokens: 160
     // tiles), where stream-K spreads it.
     const int wide = sparse24_detail::kWide.index;
-    if (profile == Sparse24Profile::kH100 && config == sparse24_detail::kDefault[3].index && M < 8192 &&
-        sparse24_tile_order(M, N, wide, profile).swizzle > 1)
+    if (sparse24_card_traits(profile).wide_swizzled_rate < 1.0 && config == sparse24_detail::kDefault[3].index &&
+        M < 8192 && sparse24_tile_order(M, N, wide, profile).swizzle > 1)
       consider_one(wide);
     const int sk = sparse24_detail::kStreamK128x128;
     if (with_workspace && !fast_accum && M >= kSparse24Configs[sk].tile_n) consider_one(sk);

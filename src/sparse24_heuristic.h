@@ -140,13 +140,29 @@ enum class Sparse24Profile : uint8_t { kH200, kH100 };
 inline constexpr double kSparse24H200MinDramGBps = 4000.0;
 Sparse24Profile sparse24_profile(double dram_gbps);
 
+// What the profiles measured differently, as data: the tokens from which the 128x192 tile runs the
+// swizzled order (sparse24_tile_order), and its time per wave there as a share of its rate, which
+// was fitted in the default order on the H200 (sparse24_model_us). The H100's: from
+// kSparse24WideSwizzleMinTokens at kSparse24WideSwizzledRate (measured 0.72-0.94x, geomean 0.83x, at
+// 2300-3800 tokens on eight weights, h100/tuning/tune_sparse24_order_{off,on}.jsonl; rounded toward
+// 1); the H200's: from 4096 like the other tiles, at its fitted rate.
+struct Sparse24CardTraits {
+  int64_t wide_swizzle_min_tokens;
+  double wide_swizzled_rate;
+};
+inline constexpr int64_t kSparse24WideSwizzleMinTokens = 2048;
+inline constexpr double kSparse24WideSwizzledRate = 0.85;
+constexpr Sparse24CardTraits sparse24_card_traits(Sparse24Profile profile) {
+  return profile == Sparse24Profile::kH100 ? Sparse24CardTraits{kSparse24WideSwizzleMinTokens, kSparse24WideSwizzledRate}
+                                           : Sparse24CardTraits{4096, 1.0};
+}
+
 // CUTLASS's persistent tile scheduler order for `config`: bands of 4 tiles rastered along the weight
-// rows on weights of at least 2048 rows, from 4096 tokens (on the H100 profile the 128x192 tile from
-// kSparse24WideSwizzleMinTokens); CUTLASS's default elsewhere, where the swizzle measured slower
+// rows on weights of at least 2048 rows, from 4096 tokens (the 128x192 tile from its card traits'
+// wide_swizzle_min_tokens); CUTLASS's default elsewhere, where the swizzle measured slower
 // (256-1024 tokens on 128x128 up to 3x, the 1280-row shard 7-25 %). Data: tune_tile_order.txt; the
 // 128x192 tile at 2300-3800 tokens: h100/tuning/tune_sparse24_order_*.jsonl (0.72-0.94x the
 // default order's time on eight weights; the 128x128 cluster pair 1.13-1.21x at 2300 tokens).
-inline constexpr int64_t kSparse24WideSwizzleMinTokens = 2048;
 TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config,
                               Sparse24Profile profile = Sparse24Profile::kH200);
 
@@ -176,11 +192,6 @@ inline constexpr double kSparse24OobRowCost = 1.75;  // an out-of-bounds token r
 // The 128x192 and between tiles (kWide, kBetween) are weighed where their one column reads at most
 // this many rows of X past M (M + this >= tile_n), or where M fills a column (later columns clamp).
 inline constexpr int64_t kSparse24FewOobRows = 31;
-// On the H100 profile, the 128x192 tile's time per wave where it runs the swizzled order
-// (sparse24_tile_order), as a share of its fitted rate (fitted in the default order, on the H200).
-// Measured 0.72-0.94x, geomean 0.83x, at 2300-3800 tokens on eight weights
-// (h100/tuning/tune_sparse24_order_{off,on}.jsonl); rounded toward 1.
-inline constexpr double kSparse24WideSwizzledRate = 0.85;
 
 // Whether `config` clamps its last token column inside M: the data-parallel CUTLASS rows do
 // (src/kernels/sm90/common/clamped_token_column.cuh): from tokens >= tile_n on, the tiles of the
@@ -199,8 +210,8 @@ int64_t sparse24_main_rows(int config, int64_t tokens);
 
 // The modelled time (microseconds) of one launch of data-parallel or stream-K `config` on `tokens`
 // tokens of an N x K weight: a fixed cost per call plus the larger of the tile waves (each wave one
-// tile time, linear in K, a rate per configuration; on the H100 profile the 128x192 tile's scaled
-// by kSparse24WideSwizzledRate where it runs swizzled) with the out-of-bounds rows added at
+// tile time, linear in K, a rate per configuration; the 128x192 tile's scaled by its card traits'
+// wide_swizzled_rate where it runs swizzled) with the out-of-bounds rows added at
 // kSparse24OobRowCost, and the bytes every launch moves (the whole compressed weight, X and Y) at
 // the H200's streaming rate. A model for choosing between plans, not a prediction to quote: 15 %
 // RMS error on the points it was fitted on (the constants in src/sparse24_heuristic.cpp).
@@ -221,8 +232,9 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, i
 // keep the main launch's 16-byte alignment), so it may keep up to 3 out-of-bounds rows.
 // {config, 1, -1, 0, M} where nothing pays. At an M that is a multiple of config's column (the grid
 // points the heuristic was tuned on) the model weighs two plans only, with the margins above: given
-// a workspace with promoted accumulation, the 128-token stream-K tile; and on the H100 profile, for
-// the 128x128 pair below 8192 tokens where the 128x192 tile runs the swizzled order, that tile.
+// a workspace with promoted accumulation, the 128-token stream-K tile; and, for the 128x128 pair
+// below 8192 tokens where the 128x192 tile runs the swizzled order with a measured gain
+// (wide_swizzled_rate < 1: the H100 profile), that tile.
 Sparse24Choice sparse24_partial_column(int64_t M_tokens, int64_t N_out, int64_t K, int config, bool fast_accum,
                                        bool with_workspace, int sm_count,
                                        Sparse24Profile profile = Sparse24Profile::kH200);
