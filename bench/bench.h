@@ -33,8 +33,8 @@ struct BenchOptions {
   std::vector<std::string> sweep_layers;       // empty = the family's sweep layers
   int64_t sweep_max_m = 16384;
   double sweep_step = 1.05;                    // M_{i+1} = max(M_i + 1, round(M_i * step))
-  bool sweep_full = false;                     // sweep every candidate of the normal benchmark (fast accumulation,
-                                               // per-tensor, bf16, row-wise family, ...), not only the main ones
+  bool sweep_full = false;                     // sweep every candidate of the normal benchmark (per-tensor, bf16,
+                                               // row-wise family, ...), not only the main ones
   bool estimate_only = false;                  // print the point count and runtime estimate, run nothing
   bool quick = false;       // a few points only (smoke test): 2 layers x 3 Ms, no extra families
   bool all_combos = false;  // blockwise: also 1d1d, 2d1d, 2d2d (no baseline for those)
