@@ -240,15 +240,14 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   if (M % token_column(config) == 0) {
     // Whole token columns (the grid points the heuristic was tuned on): two plans only, until the
     // model is refitted with the tile orders (docs/experiments/pending.md 0). The 128x192 tile for
-    // the 128x128 pair below 8192 tokens (sparse24_wide_token_tile decides from there) where that
-    // tile runs the swizzled order with a measured gain, which the model carries (wide_swizzled_rate
-    // < 1: the H100 profile); and, given a workspace, with promoted accumulation, the 128-token
-    // stream-K tile: on weights under 2048 rows the 128x192 tile of sparse24_narrow_wide_tile
-    // leaves a last wave of a few tiles at some whole columns (1280 x 8192 at 3072 tokens: 160
-    // tiles), where stream-K spreads it.
+    // the 128x128 pair below 8192 tokens (sparse24_wide_token_tile decides from there) on a card
+    // that measured it the faster there (Sparse24CardTraits::wide_on_whole_columns); and, given a
+    // workspace, with promoted accumulation, the 128-token stream-K tile: on weights under 2048 rows
+    // the 128x192 tile of sparse24_narrow_wide_tile leaves a last wave of a few tiles at some whole
+    // columns (1280 x 8192 at 3072 tokens: 160 tiles), where stream-K spreads it.
     const int wide = sparse24_detail::kWide.index;
-    if (sparse24_card_traits(profile).wide_swizzled_rate < 1.0 && config == sparse24_detail::kDefault[3].index &&
-        M < 8192 && sparse24_tile_order(M, N, wide, profile).swizzle > 1)
+    if (sparse24_card_traits(profile).wide_on_whole_columns && config == sparse24_detail::kDefault[3].index &&
+        M < 8192)
       consider_one(wide);
     const int sk = sparse24_detail::kStreamK128x128;
     if (with_workspace && !fast_accum && M >= kSparse24Configs[sk].tile_n) consider_one(sk);

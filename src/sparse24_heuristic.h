@@ -127,12 +127,12 @@ inline constexpr int64_t kSparse24SplitTileK = 256;   // slices are whole K tile
 int sparse24_split_k(int64_t M_tokens, int64_t N_out, int64_t K, int tile_m, int tile_n, int sm_count);
 
 // The card whose measurements the heuristic follows where two cards disagreed. The 128x192 tile
-// against the 128x128 cluster pair at 1024-8191 tokens: on the H200 the pair was as fast or faster
+// against the 128x128 cluster pair at 512-8191 tokens: on the H200 the pair was as fast or faster
 // at 1024-4096 tokens (the 128x192 tile 1.07-1.35x its time at 1024, h200/tuning/tune_sparse24_192.txt;
 // geomean 0.99-1.05x per M at 2048-4096 on eight weights, tune_sparse24_wide_vs_pair.jsonl), on an
 // H100 the 128x192 tile swizzled from 2048 tokens (0.73-0.99x the pair's time at 85 of 86 points,
 // 2048-8018 tokens on 21 weights, 1.13x at one; same run: h100/tuning/tune_sparse24_wide_rule_*.jsonl,
-// tune_sparse24_ab_swizzled_rate_*.jsonl). The rest of the heuristic (fitted on the H200) serves
+// tune_sparse24_ab_swizzled_rate_*.jsonl) and in the default order below (Sparse24CardTraits). The rest of the heuristic (fitted on the H200) serves
 // both. A card follows the H100's measurements where its peak DRAM bandwidth is known and below
 // kSparse24H200MinDramGBps (the H100 SXM's 3.35 TB/s; the H200's 4.8 TB/s), the H200's otherwise
 // (also where it is unknown: planning without a GPU).
@@ -141,20 +141,27 @@ inline constexpr double kSparse24H200MinDramGBps = 4000.0;
 Sparse24Profile sparse24_profile(double dram_gbps);
 
 // What the profiles measured differently, as data: the tokens from which the 128x192 tile runs the
-// swizzled order (sparse24_tile_order), and its time per wave there as a share of its rate, which
-// was fitted in the default order on the H200 (sparse24_model_us). The H100's: from
-// kSparse24WideSwizzleMinTokens at kSparse24WideSwizzledRate (measured 0.72-0.94x, geomean 0.83x, at
-// 2300-3800 tokens on eight weights, h100/tuning/tune_sparse24_order_{off,on}.jsonl; rounded toward
-// 1); the H200's: from 4096 like the other tiles, at its fitted rate.
+// swizzled order (sparse24_tile_order); its time per wave there as a share of its rate, which was
+// fitted in the default order on the H200 (sparse24_model_us); and whether the model weighs that
+// tile against the 128x128 pair on the pair's whole token columns below 8192 tokens
+// (sparse24_partial_column). The H100's: from kSparse24WideSwizzleMinTokens at
+// kSparse24WideSwizzledRate (measured 0.72-0.94x, geomean 0.83x, at 2300-3800 tokens on eight
+// weights, h100/tuning/tune_sparse24_order_{off,on}.jsonl; rounded toward 1), and weighed on whole
+// columns (at the 67 whole columns of 512-1792 tokens where that weighing takes it, 0.65-1.15x
+// the pair's time, geomean 0.84x, 64 faster: h100/tuning/tune_sparse24_wide_whole_any_m.jsonl); the
+// H200's: from 4096 like the other tiles, at its fitted rate, and the pair kept on whole columns
+// (the H200 measured the pair as fast or faster at 1024-4096 tokens).
 struct Sparse24CardTraits {
   int64_t wide_swizzle_min_tokens;
   double wide_swizzled_rate;
+  bool wide_on_whole_columns;
 };
 inline constexpr int64_t kSparse24WideSwizzleMinTokens = 2048;
 inline constexpr double kSparse24WideSwizzledRate = 0.85;
 constexpr Sparse24CardTraits sparse24_card_traits(Sparse24Profile profile) {
-  return profile == Sparse24Profile::kH100 ? Sparse24CardTraits{kSparse24WideSwizzleMinTokens, kSparse24WideSwizzledRate}
-                                           : Sparse24CardTraits{4096, 1.0};
+  return profile == Sparse24Profile::kH100
+             ? Sparse24CardTraits{kSparse24WideSwizzleMinTokens, kSparse24WideSwizzledRate, true}
+             : Sparse24CardTraits{4096, 1.0, false};
 }
 
 // CUTLASS's persistent tile scheduler order for `config`: bands of 4 tiles rastered along the weight
@@ -233,8 +240,8 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, i
 // {config, 1, -1, 0, M} where nothing pays. At an M that is a multiple of config's column (the grid
 // points the heuristic was tuned on) the model weighs two plans only, with the margins above: given
 // a workspace with promoted accumulation, the 128-token stream-K tile; and, for the 128x128 pair
-// below 8192 tokens where the 128x192 tile runs the swizzled order with a measured gain
-// (wide_swizzled_rate < 1: the H100 profile), that tile.
+// below 8192 tokens on a card whose traits say so (wide_on_whole_columns: the H100 profile), the
+// 128x192 tile.
 Sparse24Choice sparse24_partial_column(int64_t M_tokens, int64_t N_out, int64_t K, int config, bool fast_accum,
                                        bool with_workspace, int sm_count,
                                        Sparse24Profile profile = Sparse24Profile::kH200);

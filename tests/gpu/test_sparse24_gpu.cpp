@@ -570,7 +570,7 @@ TEST(Sparse24Gpu, LinearWideTokenTileByHeuristic) {
   std::printf("    %s: the 2304-token plan on 4096 x 1024 is %s\n", card.c_str(), sparse24_config(plan_2304).name().c_str());
   // The heuristic's pick on whole 256-token columns (2304 tokens = 12 columns of 192: the 128x192
   // tile on the H100 profile, the pair on the H200's; the CPU test
-  // Sparse24CostModel.WideTileOnWholeColumnsWhereItIsSwizzled checks both), without a workspace.
+  // Sparse24CostModel.WideTileOnWholeColumnsByCard checks both), without a workspace.
   Weight w3;
   make_weight(w3, 2176, 1024, rng);
   LinearSpec whole{2304, DType::kBF16, DType::kBF16};
