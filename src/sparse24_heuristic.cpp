@@ -157,7 +157,8 @@ namespace {
 // rates: fitted on tune_sparse24_between_tiles*.jsonl with the others held (a refit of all of them
 // put the out-of-bounds cost at 2.1-2.3, under which the model no longer took the one-column tiles
 // that measured fastest); 128x144 and 128x160 at 0.92x 128x192's per tile, the ratio measured at
-// two columns.
+// two columns. The fast 128x192 tile: its H100 rate over the H100's of the fast 128x128 and 128x256
+// tiles (1.12x theirs; 768-16384 tokens on six weights, h100/tuning/tune_sparse24_fast192.jsonl).
 struct TileRate {
   const char* name;
   double ns_per_wave_k;
@@ -171,7 +172,7 @@ constexpr TileRate kTileRates[] = {
     {"128x32x256_c1x1_coop_streamk", 1.26},      {"128x128x256_c1x1_coop_streamk", 2.56},
     {"64x96x256_c1x1_pingpong", 1.39},           {"128x160x256_c1x1_coop", 2.84},
     {"64x80x256_c1x1_pingpong", 1.29},           {"64x112x256_c1x1_pingpong", 1.57},
-    {"128x144x256_c1x1_coop", 2.84},
+    {"128x144x256_c1x1_coop", 2.84},             {"128x192x256_c1x1_coop_fastaccum", 3.32},
 };
 constexpr double kFixedUs = 1.5;             // launch and prologue/epilogue of one call
 constexpr double kStreamBytesPerUs = 3.1e6;  // HBM3e streaming rate the GEMMs reach (~73 % of copy)
@@ -237,6 +238,14 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
       best = Sparse24Choice{t, 1, -1, 0, M};
     }
   };
+  // The fast 128x192 tile, in fast accumulation: 5 % below the best plan so far, as its rate comes
+  // from one probe (h100/tuning/tune_sparse24_fast192.jsonl).
+  const auto consider_fast_wide = [&] {
+    const int t = sparse24_detail::kFastWide.index;
+    if (fast_accum && M >= sparse24_detail::kFastWide.tile_n &&
+        sparse24_model_us(t, M, N, K, sm_count, profile) < 0.95 * best_us)
+      consider_one(t);
+  };
   if (M % token_column(config) == 0) {
     // Whole token columns (the grid points the heuristic was tuned on): two plans only, until the
     // model is refitted with the tile orders (docs/experiments/pending.md 0). The 128x192 tile for
@@ -244,13 +253,15 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
     // that measured it the faster there (Sparse24CardTraits::wide_on_whole_columns); and, given a
     // workspace, with promoted accumulation, the 128-token stream-K tile: on weights under 2048 rows
     // the 128x192 tile of sparse24_narrow_wide_tile leaves a last wave of a few tiles at some whole
-    // columns (1280 x 8192 at 3072 tokens: 160 tiles), where stream-K spreads it.
+    // columns (1280 x 8192 at 3072 tokens: 160 tiles), where stream-K spreads it. In fast
+    // accumulation the fast 128x192 tile, whose 192-token columns need no cluster padding.
     const int wide = sparse24_detail::kWide.index;
     if (sparse24_card_traits(profile).wide_on_whole_columns && config == sparse24_detail::kDefault[3].index &&
         M < 8192)
       consider_one(wide);
     const int sk = sparse24_detail::kStreamK128x128;
     if (with_workspace && !fast_accum && M >= kSparse24Configs[sk].tile_n) consider_one(sk);
+    consider_fast_wide();
     return best;
   }
   // The data-parallel tiles of the accumulation mode (no workspace), narrowest token tile first.
@@ -263,6 +274,7 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   // With promoted accumulation also the 128x192 tile and the between tiles where one column holds M
   // with at most kSparse24FewOobRows rows past it; the between tiles only up to max_columns
   // columns, as far as they were measured (tuning/tune_sparse24_between_tiles*.jsonl).
+  consider_fast_wide();
   if (!fast_accum) {
     if (M + kSparse24FewOobRows >= sparse24_detail::kWide.tile_n) consider_one(sparse24_detail::kWide.index);
     for (const sparse24_detail::BetweenTile& b : sparse24_detail::kBetween)

@@ -28,6 +28,7 @@ inline constexpr Tile kFast[] = {tile("64x32x256_c1x1_pingpong_fastaccum"), tile
                                  tile("64x128x256_c1x1_pingpong_fastaccum"), tile("128x128x256_c1x2_coop_fastaccum"),
                                  tile("128x256x128_c1x2_coop_fastaccum")};
 inline constexpr Tile kWide = tile("128x192x256_c1x1_coop");  // promoted accumulation, cluster 1x1
+inline constexpr Tile kFastWide = tile("128x192x256_c1x1_coop_fastaccum");  // its fast-accumulation twin
 // The tiles between the powers of two (promoted accumulation, cluster 1x1): one column of 80 to 160
 // tokens where 64 or 128 would need two. sparse24_band_tile and sparse24_partial_column take them,
 // the latter up to max_columns token columns (as far as they were measured; three columns on
@@ -230,18 +231,20 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, i
 // configuration whose token tile fits in M (the data-parallel tiles of the mode: their last column
 // is clamped inside M; given a workspace, the stream-K tiles) or, with promoted accumulation, of the
 // 128x192 and between tiles (kBetween, up to their max_columns) where one column holds M with at
-// most kSparse24FewOobRows rows past it; and a main launch on whole token columns (`config`, or where M is less than
+// most kSparse24FewOobRows rows past it, with fast accumulation of the fast 128x192 tile
+// (kFastWide); and a main launch on whole token columns (`config`, or where M is less than
 // one column a narrower tile of the mode) followed by a second launch on the last tokens,
 // overlapping the main launch's last rows instead of reading past M. Another plan must model at
 // least 3 % faster than `config` (10 % where `config` is the 128x192 tile, which the heuristic takes
 // where it measured faster: at 1280 x 8192, M = 8192, the model's 6 % for the 128x128 pair was a
-// 7 % loss). The tail starts at a multiple of 4 tokens (the per-token scales
-// keep the main launch's 16-byte alignment), so it may keep up to 3 out-of-bounds rows.
+// 7 % loss; the fast 128x192 tile 5 % below the best plan so far, its rate from one probe). The
+// tail starts at a multiple of 4 tokens (the per-token scales keep the main launch's 16-byte
+// alignment), so it may keep up to 3 out-of-bounds rows.
 // {config, 1, -1, 0, M} where nothing pays. At an M that is a multiple of config's column (the grid
-// points the heuristic was tuned on) the model weighs two plans only, with the margins above: given
-// a workspace with promoted accumulation, the 128-token stream-K tile; and, for the 128x128 pair
-// below 8192 tokens on a card whose traits say so (wide_on_whole_columns: the H100 profile), the
-// 128x192 tile.
+// points the heuristic was tuned on) the model weighs a few plans only, with the margins above: given
+// a workspace with promoted accumulation, the 128-token stream-K tile; with fast accumulation the
+// fast 128x192 tile; and, for the 128x128 pair below 8192 tokens on a card whose traits say so
+// (wide_on_whole_columns: the H100 profile), the 128x192 tile.
 Sparse24Choice sparse24_partial_column(int64_t M_tokens, int64_t N_out, int64_t K, int config, bool fast_accum,
                                        bool with_workspace, int sm_count,
                                        Sparse24Profile profile = Sparse24Profile::kH200);

@@ -456,6 +456,30 @@ TEST(Sparse24CostModel, StreamKOnNarrowWholeColumns) {
       }
 }
 
+// The fast 128x192 tile (kFastWide), weighed by the model in fast accumulation only. At 768 tokens
+// the 128x256 cluster pair pads three token columns to four: the fast 128x192 tile took 0.78-0.79x
+// its time on these four weights (H100, h100/tuning/tune_sparse24_fast192.jsonl); at 3072 and
+// 16384 tokens (whole pairs of columns) the pair stays, as measured faster there.
+TEST(Sparse24CostModel, FastWideTileWhereThePairPadsAColumn) {
+  const int fast_wide = kernels::sparse24_detail::kFastWide.index;
+  EXPECT_TRUE(kSparse24Configs[fast_wide].fast_accum);
+  EXPECT_EQ(kSparse24Configs[fast_wide].tile_n, 192);
+  const int pair256 = kernels::sparse24_detail::kFast[4].index;
+  for (const Shape& s : {Shape{4096, 14336}, Shape{8192, 8192}, Shape{28672, 4096}, Shape{57344, 8192}}) {
+    for (bool ws : {false, true}) {
+      EXPECT_EQ(kernels::sparse24_choose(768, s.N, s.K, -1, 0, true, kSms, ws).config, fast_wide) << s.N << "x" << s.K;
+      // Promoted accumulation never takes it.
+      EXPECT_NE(kernels::sparse24_choose(768, s.N, s.K, -1, 0, false, kSms, ws).config, fast_wide) << s.N << "x" << s.K;
+    }
+    for (int64_t M : {3072, 16384})
+      EXPECT_EQ(kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true).config, pair256) << s.N << "x" << s.K << " M=" << M;
+  }
+  // Below kSparse24FastMinTokens a fast request runs the promoted plan, which never holds it.
+  for (const Shape& s : kShapes)
+    for (int64_t M = 192; M < kernels::kSparse24FastMinTokens; M += 37)
+      EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true).config, fast_wide) << s.N << " M=" << M;
+}
+
 }  // namespace tail_model
 
 }  // namespace

@@ -104,6 +104,12 @@ inline constexpr Sparse24ConfigRow kSparse24Configs[] = {
     {"64x72x256_c1x1_pingpong", 64, 72, 256, 1, 1, false, false, true, Sparse24Unit::kBand},
     {"64x88x256_c1x1_pingpong", 64, 88, 256, 1, 1, false, false, true, Sparse24Unit::kBand},
     {"64x104x256_c1x1_pingpong", 64, 104, 256, 1, 1, false, false, true, Sparse24Unit::kBand},
+    // 128x192 in fast accumulation: per token as fast as 128x256x128 (its rate in
+    // src/sparse24_heuristic.cpp), in waves of 192-token columns without the 1x2 cluster's padding.
+    // Where the 256-token pair leaves a partly idle wave or pads an odd column (768 tokens: four
+    // columns of 256 for three) it took 0.67-0.87x its time (H100, tune_sparse24_fast192.jsonl).
+    // sparse24_partial_column weighs it in fast accumulation.
+    {"128x192x256_c1x1_coop_fastaccum", 128, 192, 256, 1, 1, true, true, false, Sparse24Unit::kWide},
 };
 inline constexpr int kSparse24NumConfigs = static_cast<int>(sizeof(kSparse24Configs) / sizeof(kSparse24Configs[0]));
 
