@@ -238,11 +238,14 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
       best = Sparse24Choice{t, 1, -1, 0, M};
     }
   };
-  // The fast 128x192 tile, in fast accumulation: 5 % below the best plan so far, as its rate comes
-  // from one probe (h100/tuning/tune_sparse24_fast192.jsonl).
+  // The fast 128x192 tile, in fast accumulation, on weights of at most half as many 128-row tiles
+  // as SMs, 5 % below the best plan so far: its rate comes from one probe
+  // (h100/tuning/tune_sparse24_fast192.jsonl), and on larger weights it measured slower than the
+  // model says (57344 x 8192 at 1573-2302 tokens: 1.07-1.27x the 128x256 pair's time, H100,
+  // h100/tuning/ab_sparse24_fast192.jsonl).
   const auto consider_fast_wide = [&] {
     const int t = sparse24_detail::kFastWide.index;
-    if (fast_accum && M >= sparse24_detail::kFastWide.tile_n &&
+    if (fast_accum && M >= sparse24_detail::kFastWide.tile_n && 2 * ((N + 127) / 128) <= sm_count &&
         sparse24_model_us(t, M, N, K, sm_count, profile) < 0.95 * best_us)
       consider_one(t);
   };

@@ -302,12 +302,13 @@ TEST(Sparse24Gpu, LinearEveryTokenCount) {
 // a narrower one on the last tokens, overlapping the main launch's last rows. Every element is
 // checked, with bf16 and fp32 output, both scale kinds, bias, padded leading dimensions and with
 // or without a workspace. On this weight the cost model picks a tail in the fast-accumulation mode
-// just past 1024 tokens (128x256 columns, then the 64x32 tile).
+// just past 1024 tokens (128x256 columns, then the 64x32 tile; at K = 1024 one launch of the fast
+// 128x192 tile models faster).
 TEST(Sparse24Gpu, LinearWithTailLaunch) {
   QSGEMM_REQUIRE_SM90();
   std::mt19937 rng(11);
   Weight w;
-  make_weight(w, 4096, 1024, rng);
+  make_weight(w, 4096, 2048, rng);
   int tails = 0;
   auto run = [&](LinearSpec s) {
     s.fast_accum = true;
@@ -318,7 +319,7 @@ TEST(Sparse24Gpu, LinearWithTailLaunch) {
     tails += plan.tail_config >= 0;
     check_linear(w, s, rng);
   };
-  // Two cases: the float64 reference of one 1031 x 4096 x 1024 case takes ~40 s of CPU.
+  // Two cases: the float64 reference of one 1031 x 4096 x 2048 case takes ~80 s of CPU.
   run(LinearSpec{1025, DType::kBF16, DType::kBF16, true});
   LinearSpec padded{1031, DType::kF32, DType::kF32, false, -1, 16, 8};
   padded.workspace = false;
