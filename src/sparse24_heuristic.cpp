@@ -241,7 +241,7 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   // The fast 128x192 tile, in fast accumulation, on weights of at most half as many 128-row tiles
   // as SMs, 5 % below the best plan so far: its rate comes from one probe
   // (h100/tuning/tune_sparse24_fast192.jsonl), and on larger weights it measured slower than the
-  // model says (57344 x 8192 at 1573-2302 tokens: 1.07-1.27x the 128x256 pair's time, H100,
+  // model says (57344 x 8192 at 807-2302 tokens: 1.01-1.27x the old plan's time, H100,
   // h100/tuning/ab_sparse24_fast192.jsonl).
   const auto consider_fast_wide = [&] {
     const int t = sparse24_detail::kFastWide.index;
@@ -250,7 +250,7 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
       consider_one(t);
   };
   if (M % token_column(config) == 0) {
-    // Whole token columns (the grid points the heuristic was tuned on): two plans only, until the
+    // Whole token columns (the grid points the heuristic was tuned on): a few plans only, until the
     // model is refitted with the tile orders (docs/experiments/pending.md 0). The 128x192 tile for
     // the 128x128 pair below 8192 tokens (sparse24_wide_token_tile decides from there) on a card
     // that measured it the faster there (Sparse24CardTraits::wide_on_whole_columns); and, given a

@@ -133,10 +133,11 @@ int sparse24_split_k(int64_t M_tokens, int64_t N_out, int64_t K, int tile_m, int
 // geomean 0.99-1.05x per M at 2048-4096 on eight weights, tune_sparse24_wide_vs_pair.jsonl), on an
 // H100 the 128x192 tile swizzled from 2048 tokens (0.73-0.99x the pair's time at 85 of 86 points,
 // 2048-8018 tokens on 21 weights, 1.13x at one; same run: h100/tuning/tune_sparse24_wide_rule_*.jsonl,
-// tune_sparse24_ab_swizzled_rate_*.jsonl) and in the default order below (Sparse24CardTraits). The rest of the heuristic (fitted on the H200) serves
-// both. A card follows the H100's measurements where its peak DRAM bandwidth is known and below
-// kSparse24H200MinDramGBps (the H100 SXM's 3.35 TB/s; the H200's 4.8 TB/s), the H200's otherwise
-// (also where it is unknown: planning without a GPU).
+// tune_sparse24_ab_swizzled_rate_*.jsonl) and in the default order below (Sparse24CardTraits). The
+// rest of the heuristic (fitted on the H200) serves both. A card follows the H100's measurements
+// where its peak DRAM bandwidth is known and below kSparse24H200MinDramGBps (the H100 SXM's
+// 3.35 TB/s; the H200's 4.8 TB/s), the H200's otherwise (also where it is unknown: planning without
+// a GPU).
 enum class Sparse24Profile : uint8_t { kH200, kH100 };
 inline constexpr double kSparse24H200MinDramGBps = 4000.0;
 Sparse24Profile sparse24_profile(double dram_gbps);
