@@ -80,11 +80,11 @@ int sparse24_band_tile(int64_t M_tokens);
 bool sparse24_skinny_decode(int64_t M_tokens, int64_t N_out, int64_t K, int sm_count);
 
 // Below 33 tokens the 32-token tiles (64x32, 128x32 stream-K) hold every M: their last column loads
-// only its rows of X (common/token_row_boxes.cuh), so the 8- and 16-token siblings of the table
-// (made for the whole box's rows past M) no longer pay: at 1-16 tokens, on six weights where the
-// heuristic took them, they took 0.99-1.10x the 32-token tile's time (H100,
-// tuning/tune_sparse24_decode.jsonl; `l3-8b.down` 20.9-21.3 us against 19.4). They stay in the
-// table for explicit configurations.
+// only its rows of X (common/token_row_boxes.cuh), so the 8- and 16-token tiles that the table had
+// for the whole box's rows past M no longer paid: at 1-16 tokens, on six weights where the heuristic
+// took them, they took 0.99-1.10x the 32-token tile's time (H100, tuning/tune_sparse24_decode.jsonl;
+// `l3-8b.down` 20.9-21.3 us against 19.4), and on the H200's grid the 32-token tiles ran 0.90-1.04x
+// their times (158 points, docs/experiments/log.md §39). The table dropped them.
 //
 // 33-64 tokens on weights of at least as many 64-row tiles as SMs (sparse24_two_column_band;
 // promoted accumulation): two columns of 64x32 tiles or one of 64x64, whichever leaves fewer

@@ -262,14 +262,13 @@ TEST(Sparse24Heuristic, ProfileByDramBandwidth) {
   EXPECT_EQ(kernels::sparse24_profile(0.0), Sparse24Profile::kH200);
 }
 
-// The stream-K configurations (10, 11, and their 16- and 8-token siblings 15, 16, explicit
-// configurations only) and the rule that picks them when the caller has a workspace
+// The stream-K configurations (10, 11) and the rule that picks them when the caller has a workspace
 // (src/sparse24_heuristic.h; measured: bench/results/h200/tuning/tune_sparse24.jsonl,
 // tune_sparse24_narrow.jsonl).
 TEST(Sparse24Heuristic, StreamKWhereItWon) {
   for (int i = 0; i < sparse24_num_configs(); ++i) {
     const Sparse24Config c = sparse24_config(i);
-    EXPECT_EQ(c.stream_k, i == 10 || i == 11 || i == 15 || i == 16) << i;
+    EXPECT_EQ(c.stream_k, i == 10 || i == 11) << i;
     EXPECT_EQ(c.name().find("_streamk") != std::string::npos, c.stream_k) << c.name();
     if (c.stream_k) {
       EXPECT_TRUE(c.cooperative) << "CUTLASS's stream-K scheduler runs on the cooperative kernel only";
@@ -278,10 +277,7 @@ TEST(Sparse24Heuristic, StreamKWhereItWon) {
   }
   EXPECT_EQ(sparse24_config(10).name(), "128x32x256_c1x1_coop_streamk");
   EXPECT_EQ(sparse24_config(11).name(), "128x128x256_c1x1_coop_streamk");
-  EXPECT_EQ(sparse24_config(15).name(), "128x16x256_c1x1_coop_streamk");
-  EXPECT_EQ(sparse24_config(16).name(), "128x8x256_c1x1_coop_streamk");
-  // The 32-token stream-K tile at every m <= 32 (its last column loads only its rows; the 8- and
-  // 16-token siblings are explicit configurations only).
+  // The 32-token stream-K tile at every m <= 32 (its last column loads only its rows).
   constexpr int sk32 = 10;
   auto pick = [](int64_t m, int64_t n, int64_t k, bool fast = false) { return sparse24_choose_config(m, n, k, 132, fast, true); };
   auto plain = [](int64_t m, int64_t n, int64_t k, bool fast = false) { return sparse24_choose_config(m, n, k, 132, fast, false); };
@@ -336,7 +332,7 @@ TEST(Sparse24Heuristic, WideTokenTileFrom8192) {
     }
   // Not where it would leave fewer tiles than half the SMs (a 64-row weight: 47 tiles of 192 tokens).
   EXPECT_NE(sparse24_choose_config(9000, 64, 4096, 132), 9);
-  EXPECT_EQ(sparse24_num_configs(), 26);
+  EXPECT_EQ(sparse24_num_configs(), 22);
   EXPECT_TRUE(kernels::sparse24_wide_token_tile(8192));
   EXPECT_TRUE(kernels::sparse24_wide_token_tile(8200));   // 43 tiles: 56 of 8256 columns wasted (0.7 %)
   EXPECT_TRUE(kernels::sparse24_wide_token_tile(8256));   // 43 whole tiles

@@ -75,16 +75,6 @@ inline constexpr Sparse24ConfigRow kSparse24Configs[] = {
     // The split-K decode kernel: 16 weight rows per warp (tile_m), up to 32 tokens (tile_n),
     // 128-wide K panels (tile_k); its cluster is chosen per call (sparse24_skinny_shape).
     {"skinny_m32_splitk", 16, 32, 128, 1, 1, false, false, false, Sparse24Unit::kSkinny},
-    // Narrow token tiles for M <= 16 (appended, so the indices above stay): below one token tile no
-    // column can be clamped inside M, and every row of X's TMA box past M costs time
-    // (docs/experiments/log.md §8): one token on the 32-token tiles took up to 1.37x the time of 32.
-    // 16- and 8-token boxes bounded that waste. Since the last column loads only its rows of X the
-    // heuristic takes the 32-token tiles instead (sparse24_heuristic.h); these serve explicit
-    // configurations (options.config, `qsgemm tune`).
-    {"64x16x256_c1x1_pingpong", 64, 16, 256, 1, 1, false, false, true, Sparse24Unit::kWide},
-    {"64x8x256_c1x1_pingpong", 64, 8, 256, 1, 1, false, false, true, Sparse24Unit::kWide},
-    {"128x16x256_c1x1_coop_streamk", 128, 16, 256, 1, 1, true, false, true, Sparse24Unit::kStreamK},
-    {"128x8x256_c1x1_coop_streamk", 128, 8, 256, 1, 1, true, false, true, Sparse24Unit::kStreamK},
     // Token tiles between the powers of two (issue #24). Where M is a little over 64 or 128 tokens,
     // the 64- and 128-token tiles need a second (clamped) column, i.e. twice the MMA work, and the
     // next wider tile reads up to 63 rows of X past M, each costing about as much as a valid row:
