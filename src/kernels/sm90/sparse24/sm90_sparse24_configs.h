@@ -8,7 +8,7 @@
 //
 // To add a configuration: append a row and choose its translation-unit group (`unit`). A new kMain
 // row grows five ~10 GB translation units (sm90_sparse24_gemm_out_*.cu): prefer kWide, whose units
-// (sm90_sparse24_gemm_wide_*.cu) hold one row each. Indices of later rows shift: refer to rows by
+// (sm90_sparse24_gemm_wide_*.cu) hold two rows. Indices of later rows shift: refer to rows by
 // name (sparse24_config_index, sparse24_row below), not by index.
 #pragma once
 
