@@ -240,14 +240,23 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   };
   // The fast 128x192 tile, in fast accumulation, on weights of at most half as many 128-row tiles
   // as SMs, 5 % below the best plan so far: its rate comes from one probe
-  // (h100/tuning/tune_sparse24_fast192.jsonl), and on larger weights it measured slower than the
-  // model says (57344 x 8192 at 807-2302 tokens: 1.01-1.27x the old plan's time, H100,
-  // h100/tuning/ab_sparse24_fast192.jsonl).
+  // (h100/tuning/tune_sparse24_fast192.jsonl). On larger weights it measured slower than the model
+  // says from seven token columns on (57344 x 8192 at 807-2302 tokens: 1.01-1.27x the old plan's
+  // time, h100/tuning/ab_sparse24_fast192.jsonl; nine weights of 72-462 row tiles at 1250-2000
+  // tokens: up to 1.31x the fast pair's, tune_sparse24_fast_wide_rows.jsonl), but 0.66-0.87x the
+  // plan's time at 950-1130 tokens on 72-296 row tiles where the model has it 14 % below it (the
+  // pair pads 1100 tokens to three columns of 512; tune_sparse24_fast_wide_rows.jsonl,
+  // ab_sparse24_fast_wide_columns.jsonl): there, up to three times as many row tiles as SMs, it is
+  // weighed up to six columns (1152 tokens) with that margin. On 57344 x 8192 (448 row tiles) it
+  // measured even there (0.97-1.01x; 1.01-1.08x the pair's time at 807-1300 tokens, stop 64).
   const auto consider_fast_wide = [&] {
     const int t = sparse24_detail::kFastWide.index;
-    if (fast_accum && M >= sparse24_detail::kFastWide.tile_n && 2 * ((N + 127) / 128) <= sm_count &&
-        sparse24_model_us(t, M, N, K, sm_count, profile) < 0.95 * best_us)
-      consider_one(t);
+    const int64_t tn = sparse24_detail::kFastWide.tile_n;
+    const int64_t row_tiles = (N + 127) / 128;
+    const bool narrow_weight = 2 * row_tiles <= sm_count;
+    if (!fast_accum || M < tn) return;
+    if (!narrow_weight && (M > kSparse24FastWideMaxColumns * tn || row_tiles > 3 * int64_t{sm_count})) return;
+    if (sparse24_model_us(t, M, N, K, sm_count, profile) < (narrow_weight ? 0.95 : 0.86) * best_us) consider_one(t);
   };
   if (M % token_column(config) == 0) {
     // Whole token columns (the grid points the heuristic was tuned on): a few plans only, until the

@@ -175,6 +175,10 @@ constexpr Sparse24CardTraits sparse24_card_traits(Sparse24Profile profile) {
 TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config,
                               Sparse24Profile profile = Sparse24Profile::kH200);
 
+// The most token columns of the fast 128x192 tile on weights of more than half as many 128-row tiles
+// as SMs, up to three times as many (sparse24_partial_column; never on larger weights).
+inline constexpr int64_t kSparse24FastWideMaxColumns = 6;
+
 // The heuristic's part of a plan: the configuration and the number of K slices for the options
 // (config: -1 or forced; split_k: 0 library, 1 none, >= 2 forced). with_workspace: the caller gives
 // a large enough workspace, so stream-K rows and the library's split may be chosen; without, never
@@ -238,7 +242,8 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, i
 // overlapping the main launch's last rows instead of reading past M. Another plan must model at
 // least 3 % faster than `config` (10 % where `config` is the 128x192 tile, which the heuristic takes
 // where it measured faster: at 1280 x 8192, M = 8192, the model's 6 % for the 128x128 pair was a
-// 7 % loss; the fast 128x192 tile 5 % below the best plan so far, its rate from one probe). The
+// 7 % loss; the fast 128x192 tile 5 % below the best plan so far, its rate from one probe, and on
+// weights of 67-396 row tiles 14 % below it, up to kSparse24FastWideMaxColumns columns). The
 // tail starts at a multiple of 4 tokens (the per-token scales keep the main launch's 16-byte
 // alignment), so it may keep up to 3 out-of-bounds rows.
 // {config, 1, -1, 0, M} where nothing pays. At an M that is a multiple of config's column (the grid

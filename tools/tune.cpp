@@ -317,6 +317,7 @@ int run_tune(int argc, char** argv) {
     std::printf(
         "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE] [--configs NAME|I,...] [--interleave]\n"
         "                            [--split-k S1,S2,...] [--whole-last-tile | --whole-last-tile-only]\n"
+        "                            [--fast-accum]\n"
         "       qsgemm tune blockwise --m M --n N --k K [--json FILE] [--gx group_1x128|block_128x128|per_row]\n"
         "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n"
         "                             [--split-k S1,S2,...] [--ld-align BYTES]\n"
@@ -335,6 +336,7 @@ int run_tune(int argc, char** argv) {
         "--whole-last-tile-only times only those.\n"
         "--ld-align starts the rows of X and W every round_up(K, BYTES) bytes (blockwise; default 16 = K).\n"
         "--x-scale-ld sets the W4A4 activation scales' leading dimension (>= M; default w4a4_x_scale_ld(M)).\n"
+        "--fast-accum (sparse24): the heuristic's line is the plan of a fast-accumulation request.\n"
         "--split-k times each CUTLASS configuration (of --configs, or all) with each listed split-K factor\n"
         "(1 = no split), given a workspace; the heuristic's line is its configuration with its split (for\n"
         "sparse24 the stream-K and decode configurations run once, unsplit).\n"
@@ -417,9 +419,12 @@ int run_tune(int argc, char** argv) {
           items.push_back({items[j].config, items[j].split, true});
       }
   }
+  // --fast-accum: the heuristic's line is the fast-accumulation plan (Sparse24Options::fast_accum).
+  const bool fast_accum = has_flag(argc, argv, "--fast-accum");
   auto options_of = [&](const Item& it) {
     Sparse24Options opt;
     opt.config = it.config;
+    opt.fast_accum = fast_accum;
     opt.split_k = it.split;
     opt.whole_last_tile = it.whole;
     return opt;
@@ -433,7 +438,9 @@ int run_tune(int argc, char** argv) {
     }
   DeviceBuffer workspace(ws_bytes);
   // The heuristic's line: what sparse24_linear runs given a workspace (its configuration and split).
-  const LinearPlan plan = sparse24_plan(M, N, K, Sparse24Options{}, d.sm_count);
+  Sparse24Options plan_options;
+  plan_options.fast_accum = fast_accum;
+  const LinearPlan plan = sparse24_plan(M, N, K, plan_options, d.sm_count);
   int chosen = -1;
   for (size_t j = 0; j < items.size(); ++j)
     if (items[j].whole == (only_whole && !sparse24_config(items[j].config).skinny) && items[j].config == plan.config &&

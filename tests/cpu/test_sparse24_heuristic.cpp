@@ -455,7 +455,7 @@ TEST(Sparse24CostModel, StreamKOnNarrowWholeColumns) {
 }
 
 // The fast 128x192 tile (kFastWide), weighed by the model in fast accumulation only, on weights of
-// at most half as many 128-row tiles as SMs. At 768 tokens the 128x256 cluster pair pads three
+// at most half as many 128-row tiles as SMs (on larger ones up to six columns, below). At 768 tokens the 128x256 cluster pair pads three
 // token columns to four: the fast 128x192 tile took 0.78-0.79x its time on 4096 x 14336 and
 // 8192 x 8192 (H100, h100/tuning/tune_sparse24_fast192.jsonl); on 57344 x 8192 and 28672 x 4096 it
 // measured slower than the model says at 1573-3707 tokens (h100/tuning/ab_sparse24_fast192.jsonl),
@@ -474,11 +474,18 @@ TEST(Sparse24CostModel, FastWideTileOnNarrowWeights) {
     for (int64_t M : {3072, 16384})
       EXPECT_EQ(kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true).config, pair256) << s.N << "x" << s.K << " M=" << M;
   }
-  // Weights of more than 66 row tiles: never.
+  // Weights of 67-396 row tiles: up to six token columns only, where the 256-token pair pads most
+  // (0.66-0.81x the plan's time at 1100-1152 tokens on 10240-27648 rows and 768 on 28672 x 4096,
+  // H100: tune_sparse24_fast_wide_rows.jsonl, tune_sparse24_fast_no_streamk.jsonl,
+  // tune_sparse24_fast192.jsonl); larger weights never (57344 x 8192: even).
   for (const Shape& s : kShapes)
     for (int64_t M = 192; M <= 16384; M += 97)
-      if (2 * ((s.N + 127) / 128) > kSms)
+      if (2 * ((s.N + 127) / 128) > kSms &&
+          (M > kernels::kSparse24FastWideMaxColumns * 192 || (s.N + 127) / 128 > 3 * kSms))
         EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true).config, fast_wide) << s.N << " M=" << M;
+  for (const Shape& s : {Shape{10240, 5120}, Shape{13824, 5120}, Shape{22016, 5120}})
+    EXPECT_EQ(kernels::sparse24_choose(1100, s.N, s.K, -1, 0, true, kSms, true).config, fast_wide) << s.N << "x" << s.K;
+  EXPECT_EQ(kernels::sparse24_choose(768, 28672, 4096, -1, 0, true, kSms, true).config, fast_wide);
   // Below kSparse24FastMinTokens a fast request runs the promoted plan, which never holds it.
   for (const Shape& s : kShapes)
     for (int64_t M = 192; M < kernels::kSparse24FastMinTokens; M += 37)
