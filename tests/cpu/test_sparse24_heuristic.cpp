@@ -455,11 +455,12 @@ TEST(Sparse24CostModel, StreamKOnNarrowWholeColumns) {
 }
 
 // The fast 128x192 tile (kFastWide), weighed by the model in fast accumulation only, on weights of
-// at most half as many 128-row tiles as SMs (on larger ones up to six columns, below). At 768 tokens the 128x256 cluster pair pads three
-// token columns to four: the fast 128x192 tile took 0.78-0.79x its time on 4096 x 14336 and
-// 8192 x 8192 (H100, h100/tuning/tune_sparse24_fast192.jsonl); on 57344 x 8192 and 28672 x 4096 it
-// measured slower than the model says at 1573-3707 tokens (h100/tuning/ab_sparse24_fast192.jsonl),
-// so the pair stays there; at 3072 and 16384 tokens (whole pairs of columns) the pair stays too.
+// at most half as many 128-row tiles as SMs (on larger ones up to six columns, below). At 768
+// tokens the 128x256 cluster pair pads three token columns to four: the fast 128x192 tile took
+// 0.78-0.79x its time on 4096 x 14336 and 8192 x 8192 (H100, h100/tuning/tune_sparse24_fast192.jsonl);
+// on 57344 x 8192 and 28672 x 4096 it measured slower than the model says at 1573-3707 tokens
+// (h100/tuning/ab_sparse24_fast192.jsonl), so the pair stays there; at 3072 and 16384 tokens (whole
+// pairs of columns) the pair stays too.
 TEST(Sparse24CostModel, FastWideTileOnNarrowWeights) {
   const int fast_wide = kernels::sparse24_detail::kFastWide.index;
   EXPECT_TRUE(kSparse24Configs[fast_wide].fast_accum);

@@ -98,7 +98,8 @@ inline constexpr Sparse24ConfigRow kSparse24Configs[] = {
     // src/sparse24_heuristic.cpp), in waves of 192-token columns without the 1x2 cluster's padding.
     // Where the 256-token pair leaves a partly idle wave or pads an odd column (768 tokens: four
     // columns of 256 for three) it took 0.67-0.87x its time (H100, tune_sparse24_fast192.jsonl).
-    // sparse24_partial_column weighs it in fast accumulation on weights of up to 66 row tiles.
+    // sparse24_partial_column weighs it in fast accumulation on weights of up to 66 row tiles, and
+    // up to 396 of them at up to 1152 tokens (six columns).
     {"128x192x256_c1x1_coop_fastaccum", 128, 192, 256, 1, 1, true, true, false, Sparse24Unit::kWide},
 };
 inline constexpr int kSparse24NumConfigs = static_cast<int>(sizeof(kSparse24Configs) / sizeof(kSparse24Configs[0]));
