@@ -332,7 +332,7 @@ TEST(Sparse24Heuristic, WideTokenTileFrom8192) {
     }
   // Not where it would leave fewer tiles than half the SMs (a 64-row weight: 47 tiles of 192 tokens).
   EXPECT_NE(sparse24_choose_config(9000, 64, 4096, 132), 9);
-  EXPECT_EQ(sparse24_num_configs(), 22);
+  EXPECT_EQ(sparse24_num_configs(), 25);
   EXPECT_TRUE(kernels::sparse24_wide_token_tile(8192));
   EXPECT_TRUE(kernels::sparse24_wide_token_tile(8200));   // 43 tiles: 56 of 8256 columns wasted (0.7 %)
   EXPECT_TRUE(kernels::sparse24_wide_token_tile(8256));   // 43 whole tiles

@@ -25,6 +25,7 @@ enum class Sparse24Unit : uint8_t {
   kSkinny,   // not CUTLASS: the split-K decode kernel (sm90_sparse24_skinny.cu)
   kBetween,  // sm90_sparse24_gemm_between_*.cu: token tiles between the powers of two (80-160)
   kBand,     // sm90_sparse24_gemm_band_*.cu: the 64-row band tiles between those (72, 88, 104)
+  kCluster,  // sm90_sparse24_gemm_cluster_*.cu: clusters along the weight rows (X multicast)
 };
 
 struct Sparse24ConfigRow {
@@ -46,7 +47,7 @@ struct Sparse24ConfigRow {
   // Split-K runs on the data-parallel CUTLASS tiles only.
   constexpr bool splittable() const {
     return unit == Sparse24Unit::kMain || unit == Sparse24Unit::kWide || unit == Sparse24Unit::kBetween ||
-           unit == Sparse24Unit::kBand;
+           unit == Sparse24Unit::kBand || unit == Sparse24Unit::kCluster;
   }
 };
 
@@ -101,6 +102,16 @@ inline constexpr Sparse24ConfigRow kSparse24Configs[] = {
     // sparse24_partial_column weighs it in fast accumulation on weights of up to 66 row tiles, and
     // up to 396 of them at up to 1152 tokens (six columns).
     {"128x192x256_c1x1_coop_fastaccum", 128, 192, 256, 1, 1, true, true, false, Sparse24Unit::kWide},
+    // Clusters of two CTAs along the weight rows: the pair shares one token tile, which TMA
+    // multicasts (each CTA loads half of it), so X crosses L2 once per two row tiles. At large M the
+    // sparse GEMM is bound by L2 traffic, not the tensor cores: cuSPARSELt's fastest kernels there
+    // cluster 2-4 CTAs this way and move 0.6x the L2 bytes of its unclustered 128x192 kernel
+    // (bench/results/h100/tuning/ncu_large_m_h100.txt). The 1x2 pairs above multicast the weight's
+    // tile instead (16 KB a stage against X's 48 KB for 192 tokens). sparse24_heuristic.h says where
+    // the model takes them (large weights).
+    {"128x192x256_c2x1_coop", 128, 192, 256, 2, 1, true, false, false, Sparse24Unit::kCluster},
+    {"128x192x256_c2x1_coop_fastaccum", 128, 192, 256, 2, 1, true, true, false, Sparse24Unit::kCluster},
+    {"128x256x128_c2x1_coop_fastaccum", 128, 256, 128, 2, 1, true, true, false, Sparse24Unit::kCluster},
 };
 inline constexpr int kSparse24NumConfigs = static_cast<int>(sizeof(kSparse24Configs) / sizeof(kSparse24Configs[0]));
 

@@ -1,6 +1,7 @@
 // Picks the instantiation for the output / bias dtypes of a call (instantiations live in
 // sm90_sparse24_gemm_out_*_bias_*.cu, the wide table's in sm90_sparse24_gemm_wide_*.cu, the between
-// tiles' in sm90_sparse24_gemm_between_*.cu, the stream-K ones in sm90_sparse24_gemm_streamk_*.cu).
+// tiles' in sm90_sparse24_gemm_between_*.cu (and _band_*), the clustered ones in
+// sm90_sparse24_gemm_cluster_*.cu, the stream-K ones in sm90_sparse24_gemm_streamk_*.cu).
 #include "kernels/sm90/sparse24/sm90_sparse24_gemm.cuh"
 
 namespace qsgemm::kernels {
@@ -20,6 +21,11 @@ template <> void run_sparse24_between_config<cutlass::bfloat16_t, float>(const S
 template <> void run_sparse24_between_config<cutlass::half_t, cutlass::half_t>(const Sparse24GemmArgs&, int, cudaStream_t);
 template <> void run_sparse24_between_config<cutlass::half_t, float>(const Sparse24GemmArgs&, int, cudaStream_t);
 template <> void run_sparse24_between_config<float, float>(const Sparse24GemmArgs&, int, cudaStream_t);
+template <> void run_sparse24_cluster_config<cutlass::bfloat16_t, cutlass::bfloat16_t>(const Sparse24GemmArgs&, int, cudaStream_t);
+template <> void run_sparse24_cluster_config<cutlass::bfloat16_t, float>(const Sparse24GemmArgs&, int, cudaStream_t);
+template <> void run_sparse24_cluster_config<cutlass::half_t, cutlass::half_t>(const Sparse24GemmArgs&, int, cudaStream_t);
+template <> void run_sparse24_cluster_config<cutlass::half_t, float>(const Sparse24GemmArgs&, int, cudaStream_t);
+template <> void run_sparse24_cluster_config<float, float>(const Sparse24GemmArgs&, int, cudaStream_t);
 template <> void run_sparse24_streamk_config<cutlass::bfloat16_t, cutlass::bfloat16_t>(const Sparse24GemmArgs&, int, cudaStream_t);
 template <> void run_sparse24_streamk_config<cutlass::bfloat16_t, float>(const Sparse24GemmArgs&, int, cudaStream_t);
 template <> void run_sparse24_streamk_config<cutlass::half_t, cutlass::half_t>(const Sparse24GemmArgs&, int, cudaStream_t);
@@ -62,6 +68,7 @@ struct Run {
       case Sparse24Unit::kWide: return run_sparse24_wide_config<Out, Bias>(a, config, stream);
       case Sparse24Unit::kBetween: return run_sparse24_between_config<Out, Bias>(a, config, stream);
       case Sparse24Unit::kBand: return run_sparse24_band_config<Out, Bias>(a, config, stream);
+      case Sparse24Unit::kCluster: return run_sparse24_cluster_config<Out, Bias>(a, config, stream);
       case Sparse24Unit::kMain: return run_sparse24_config<Out, Bias>(a, config, stream);
       case Sparse24Unit::kSkinny: break;
     }

@@ -263,7 +263,7 @@ size_t sparse24_streamk_unit_workspace_bytes(const Sparse24GemmArgs& a, int conf
   return sparse24_unit_workspace_bytes<Out, Bias>(a, config, std::make_integer_sequence<int, kSparse24NumConfigs>{});
 }
 
-// The wide, between, band and stream-K units' explicit specializations for one dtype pair.
+// The wide, between, band, cluster and stream-K units' explicit specializations for one dtype pair.
 #define QSGEMM_SPARSE24_WIDE_INSTANCE(Out, Bias)                                                      \
   template <>                                                                                         \
   void run_sparse24_wide_config<Out, Bias>(const Sparse24GemmArgs& a, int config, cudaStream_t stream) { \
@@ -278,6 +278,11 @@ size_t sparse24_streamk_unit_workspace_bytes(const Sparse24GemmArgs& a, int conf
   template <>                                                                                         \
   void run_sparse24_band_config<Out, Bias>(const Sparse24GemmArgs& a, int config, cudaStream_t stream) { \
     run_sparse24_unit<Sparse24Unit::kBand, Out, Bias>(a, config, stream);                             \
+  }
+#define QSGEMM_SPARSE24_CLUSTER_INSTANCE(Out, Bias)                                                      \
+  template <>                                                                                            \
+  void run_sparse24_cluster_config<Out, Bias>(const Sparse24GemmArgs& a, int config, cudaStream_t stream) { \
+    run_sparse24_unit<Sparse24Unit::kCluster, Out, Bias>(a, config, stream);                             \
   }
 #define QSGEMM_SPARSE24_STREAMK_INSTANCE(Out, Bias)                                                       \
   template <>                                                                                             \

@@ -5,8 +5,8 @@
 //
 // kBaseClamps: Base is ClampedColumnMainloop, whose last column is whole from M >= TN on; then only
 // M < TN takes this path. The stream-K configurations (not clamped) take it at every M with a
-// partial last column. X multicast over a cluster along the weight rows would keep the base's
-// whole box (no configuration has one).
+// partial last column. Where X is multicast over a cluster along the weight rows (the kCluster
+// rows) the base's whole box is kept: each CTA of the cluster loads a slice of the box for all.
 #pragma once
 
 #include "cute/tensor.hpp"

@@ -54,6 +54,9 @@ void run_sparse24_between_config(const Sparse24GemmArgs& a, int config, cudaStre
 // The kBand rows (sm90_sparse24_gemm_band_*.cu), likewise.
 template <class ElementOut, class ElementBias>
 void run_sparse24_band_config(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
+// The kCluster rows (sm90_sparse24_gemm_cluster_*.cu), likewise.
+template <class ElementOut, class ElementBias>
+void run_sparse24_cluster_config(const Sparse24GemmArgs& a, int config, cudaStream_t stream);
 // The kStreamK rows, one instantiation per output / bias dtype pair
 // (sm90_sparse24_gemm_streamk_*.cu); run_sparse24_gemm and sparse24_gemm_workspace_bytes dispatch to them.
 template <class ElementOut, class ElementBias>

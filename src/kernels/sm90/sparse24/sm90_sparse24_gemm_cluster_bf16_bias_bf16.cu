@@ -1,0 +1,11 @@
+// Explicit instantiation of the cluster table (the kCluster rows of sm90_sparse24_configs.h: 2x1
+// clusters along the weight rows) for the bf16 output with a bf16 bias, one unit per output / bias pair
+// (docs/build.md).
+#include "kernels/sm90/sparse24/sm90_sparse24_configs.h"
+#include "kernels/sm90/sparse24/sm90_sparse24_gemm.cuh"
+
+namespace qsgemm::kernels {
+
+QSGEMM_SPARSE24_CLUSTER_INSTANCE(cutlass::bfloat16_t, cutlass::bfloat16_t)
+
+}  // namespace qsgemm::kernels
