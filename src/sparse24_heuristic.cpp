@@ -118,6 +118,19 @@ Sparse24Profile sparse24_profile(double dram_gbps) {
   return dram_gbps > 0 && dram_gbps < kSparse24H200MinDramGBps ? Sparse24Profile::kH100 : Sparse24Profile::kH200;
 }
 
+int sparse24_cluster_twin(int config) {
+  for (const sparse24_detail::ClusterTwin& t : sparse24_detail::kClusterTwins) {
+    if (config == t.cluster.index) return t.base.index;
+    if (config == t.base.index) return t.cluster.index;
+  }
+  return -1;
+}
+
+namespace {
+bool is_cluster_row(int config) { return kSparse24Configs[config].unit == Sparse24Unit::kCluster; }
+}  // namespace
+
+// The cluster rows keep the common rule (from 4096 tokens), as they were measured.
 TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config, Sparse24Profile profile) {
   const int64_t min_tokens =
       config == sparse24_detail::kWide.index ? sparse24_card_traits(profile).wide_swizzle_min_tokens : 4096;
@@ -177,15 +190,45 @@ constexpr TileRate kTileRates[] = {
 constexpr double kFixedUs = 1.5;             // launch and prologue/epilogue of one call
 constexpr double kStreamBytesPerUs = 3.1e6;  // HBM3e streaming rate the GEMMs reach (~73 % of copy)
 
+// A cluster row's is its twin's (sparse24_model_us scales it by sparse24_cluster_rate).
 double tile_rate(int config) {
+  if (is_cluster_row(config)) config = sparse24_cluster_twin(config);
   for (const TileRate& r : kTileRates)
     if (sparse24_row(r.name) == config) return r.ns_per_wave_k;
   return -1.0;
 }
 
+// sparse24_cluster_rate: min(at_sms - slope * log2(row tiles / SMs), most), fitted on the
+// H100 probe h100/tuning/tune_sparse24_cluster_{default,fast}.jsonl (1536-16384 tokens) on the bench's
+// weights 57344 x 8192, 8192 x 28672, 28672 x 4096, 10240 x 8192 and 8192 x 8192 (the measured time
+// over the twin's, divided by the model's ratio of the two, which carries the cluster's and the
+// token columns' padding). Per weight, geomean over M: the promoted 128x192 row 1.04-1.06 on 64 row
+// tiles, 1.00 on 80, 0.96 on 224, 0.90 on 448; the fast 128x192 row 0.85-0.97 on 64-80, 0.88 on
+// 224, 0.81 on 448; the fast 128x256 row (against the 128x256 1x2 pair) 0.91-0.94 on every weight
+// from 2048 tokens, 0.95-1.04 at 1536 (where the promoted row was 0.92-1.07 too): so
+// sparse24_partial_column weighs them from kSparse24ClusterMinTokens (2048) only.
+struct ClusterRate {
+  const char* name;
+  double at_sms, slope, most;  // the rate where the row tiles equal the SMs, per doubling of them, its largest
+};
+constexpr ClusterRate kClusterRates[] = {
+    {"128x192x256_c2x1_coop", 1.00, 0.06, 1.04},
+    {"128x192x256_c2x1_coop_fastaccum", 0.93, 0.07, 0.95},
+    {"128x256x128_c2x1_coop_fastaccum", 0.92, 0.0, 0.92},
+};
+
 int64_t token_column(int config) { return int64_t{kSparse24Configs[config].tile_n} * kSparse24Configs[config].cluster_n; }
 
 }  // namespace
+
+double sparse24_cluster_rate(int config, int64_t N, int sm_count) {
+  for (const ClusterRate& r : kClusterRates) {
+    if (sparse24_row(r.name) != config) continue;
+    const double row_tiles = static_cast<double>((N + kSparse24Configs[config].tile_m - 1) / kSparse24Configs[config].tile_m);
+    return std::min(r.most, r.at_sms - r.slope * std::log2(row_tiles / sm_count));
+  }
+  return 1.0;
+}
 
 bool sparse24_clamps_last_column(int config) { return kSparse24Configs[config].splittable(); }
 
@@ -208,11 +251,15 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N, int64_t K, int s
   const Sparse24ConfigRow& c = kSparse24Configs[config];
   const double rate = tile_rate(config);
   if (rate < 0 || tokens <= 0) return 0.0;
-  const int64_t tiles_m = (N + c.tile_m - 1) / c.tile_m;
+  const int64_t row_tiles = (N + c.tile_m - 1) / c.tile_m;
+  const int64_t tiles_m = (row_tiles + c.cluster_m - 1) / c.cluster_m * c.cluster_m;  // a cluster's padding
   const int64_t cols = (tokens + token_column(config) - 1) / token_column(config) * c.cluster_n;
   double tile_us = rate * static_cast<double>(K) * 1e-3;
-  if (config == sparse24_detail::kWide.index && sparse24_tile_order(tokens, N, config, profile).swizzle > 1)
+  // A cluster row: its twin's time per wave (in the twin's order) times sparse24_cluster_rate.
+  const int rate_row = is_cluster_row(config) ? sparse24_cluster_twin(config) : config;
+  if (rate_row == sparse24_detail::kWide.index && sparse24_tile_order(tokens, N, rate_row, profile).swizzle > 1)
     tile_us *= sparse24_card_traits(profile).wide_swizzled_rate;  // its rate was fitted in the default order
+  if (rate_row != config) tile_us *= sparse24_cluster_rate(config, N, sm_count);
   const double waves = std::ceil(static_cast<double>(tiles_m * cols) / sm_count);
   const double oob_tiles = kSparse24OobRowCost * static_cast<double>(tiles_m) *
                            static_cast<double>(sparse24_oob_rows(config, tokens)) / c.tile_n;
@@ -229,14 +276,34 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   // Another plan must model 3 % faster; 10 % to leave the 128x192 tile, which the heuristic takes
   // where it measured faster on the grid (sparse24_wide_token_tile, sparse24_narrow_wide_tile).
   const double margin = config == sparse24_detail::kWide.index ? 0.90 : 0.97;
-  double best_us = margin * sparse24_model_us(config, M, N, K, sm_count, profile);
-  const auto consider_one = [&](int t) {
-    if (t == config) return;
+  // The pick's cluster twin (the same tile with X multicast over two weight-row tiles) where it
+  // models 3 % faster; the other plans must then beat the twin by the pick's margin.
+  double pick_us = sparse24_model_us(config, M, N, K, sm_count, profile);
+  const bool clusters = M >= kSparse24ClusterMinTokens;
+  const int twin = clusters ? sparse24_cluster_twin(config) : -1;
+  if (twin >= 0 && is_cluster_row(twin)) {
+    const double twin_us = sparse24_model_us(twin, M, N, K, sm_count, profile);
+    if (twin_us < 0.97 * pick_us) {
+      best.config = twin;
+      pick_us = twin_us;
+    }
+  }
+  double best_us = margin * pick_us;
+  const auto consider_plain = [&](int t) {
+    if (t == config || t == best.config) return;
     const double us = sparse24_model_us(t, M, N, K, sm_count, profile);
     if (us < best_us) {
       best_us = us;
       best = Sparse24Choice{t, 1, -1, 0, M};
     }
+  };
+  // A configuration, or its cluster twin where that models 3 % faster.
+  const auto consider_one = [&](int t) {
+    const int tw = clusters ? sparse24_cluster_twin(t) : -1;
+    const bool twin_faster = tw >= 0 && is_cluster_row(tw) &&
+                             sparse24_model_us(tw, M, N, K, sm_count, profile) <
+                                 0.97 * sparse24_model_us(t, M, N, K, sm_count, profile);
+    consider_plain(twin_faster ? tw : t);
   };
   // The fast 128x192 tile, in fast accumulation, on weights of at most half as many 128-row tiles
   // as SMs, 5 % below the best plan so far: its rate comes from one probe
@@ -299,10 +366,12 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   // them, e.g. 129..255 tokens on the 128x128 cluster pair, of a narrower tile of the mode), then
   // a tail launch on the rest. Each reads the whole weight, so this pays only where one launch
   // would leave most of a wave or a cluster pair's column idle.
-  int mains[6];
+  int mains[7];
   int n_mains = 0;
   if (sparse24_main_rows(config, M) > 0) {
     mains[n_mains++] = config;
+    // Its cluster twin on the same whole columns.
+    if (twin >= 0 && is_cluster_row(twin) && token_column(twin) == token_column(config)) mains[n_mains++] = twin;
   } else {
     for (int i = 0; i < n_family; ++i)
       if (token_column(family[i].index) < token_column(config) && sparse24_main_rows(family[i].index, M) > 0)

@@ -29,6 +29,16 @@ inline constexpr Tile kFast[] = {tile("64x32x256_c1x1_pingpong_fastaccum"), tile
                                  tile("128x256x128_c1x2_coop_fastaccum")};
 inline constexpr Tile kWide = tile("128x192x256_c1x1_coop");  // promoted accumulation, cluster 1x1
 inline constexpr Tile kFastWide = tile("128x192x256_c1x1_coop_fastaccum");  // its fast-accumulation twin
+// The 2x1 cluster rows (X multicast over two weight-row tiles) and the rows they twin: the same tile
+// without a cluster along the weight rows (sparse24_cluster_twin).
+struct ClusterTwin {
+  Tile cluster, base;
+};
+inline constexpr ClusterTwin kClusterTwins[] = {
+    {tile("128x192x256_c2x1_coop"), tile("128x192x256_c1x1_coop")},
+    {tile("128x192x256_c2x1_coop_fastaccum"), tile("128x192x256_c1x1_coop_fastaccum")},
+    {tile("128x256x128_c2x1_coop_fastaccum"), tile("128x256x128_c1x2_coop_fastaccum")},
+};
 // The tiles between the powers of two (promoted accumulation, cluster 1x1): one column of 80 to 160
 // tokens where 64 or 128 would need two. sparse24_band_tile and sparse24_partial_column take them,
 // the latter up to max_columns token columns (as far as they were measured; three columns on
@@ -178,6 +188,24 @@ TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config,
 // The most token columns of the fast 128x192 tile on weights of more than half as many 128-row tiles
 // as SMs, up to three times as many (sparse24_partial_column; never on larger weights).
 inline constexpr int64_t kSparse24FastWideMaxColumns = 6;
+
+// The 2x1 cluster rows (kCluster) against their twins (sparse24_detail::kClusterTwins): the other of
+// the pair, or -1 for a row without one.
+int sparse24_cluster_twin(int config);
+
+// A cluster row's time per wave as a share of its twin's (sparse24_model_us), by the weight's row
+// tiles against the SMs: 1 for other rows. At large M the sparse GEMM is bound by L2 traffic (every
+// CTA reads a weight tile and a token tile per K step); where the weight has more row tiles than
+// SMs, a wave covers less than one token column and all its CTAs read the same token tiles, which
+// two CTAs of a cluster along the weight rows share (TMA multicast). Measured on an H100 (same run,
+// h100/tuning/tune_sparse24_cluster_*.jsonl, tune_sparse24_c2x1.jsonl): the promoted 128x192 cluster
+// row 1.00-1.06x its twin's time on weights of up to 112 row tiles, 0.90-0.96x on 216-448; the fast
+// rows faster on every weight measured from 2048 tokens (the constants and the fit in
+// src/sparse24_heuristic.cpp). Not yet measured on an H200 (the same L2 and SMs; faster DRAM).
+double sparse24_cluster_rate(int config, int64_t N_out, int sm_count);
+// The fewest tokens at which sparse24_partial_column weighs a cluster row: from 2048 tokens they
+// measured faster where the rate says; at 1536 the fast 128x256 row was even with its twin.
+inline constexpr int64_t kSparse24ClusterMinTokens = 2048;
 
 // The heuristic's part of a plan: the configuration and the number of K slices for the options
 // (config: -1 or forced; split_k: 0 library, 1 none, >= 2 forced). with_workspace: the caller gives

@@ -378,14 +378,17 @@ TEST(Sparse24CostModel, WideTileOnWholeColumnsByCard) {
   using kernels::Sparse24Profile;
   const Sparse24Profile h100 = Sparse24Profile::kH100, h200 = Sparse24Profile::kH200;
   const int wide = kernels::sparse24_detail::kWide.index;
+  // The tile, or on weights of more row tiles than SMs its 2x1 cluster twin (ClusterRows... below).
+  const auto wide_or_twin = [&](int c) { return c == wide || c == kernels::sparse24_cluster_twin(wide); };
   int taken = 0;
   for (const Shape& s : kShapes) {
     if (s.N < 2048) continue;  // there sparse24_narrow_wide_tile decides
     for (int64_t M = kernels::kSparse24WideSwizzleMinTokens; M < 8192; M += 256) {
-      EXPECT_EQ(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, false, h100).config, wide) << s.N << " M=" << M;
+      EXPECT_TRUE(wide_or_twin(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, false, h100).config))
+          << s.N << " M=" << M;
       // Given a workspace, the 128-token stream-K rule's wave rule may come first.
       const int with_ws = kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true, h100).config;
-      EXPECT_TRUE(with_ws == wide || kSparse24Configs[with_ws].stream_k()) << s.N << " M=" << M;
+      EXPECT_TRUE(wide_or_twin(with_ws) || kSparse24Configs[with_ws].stream_k()) << s.N << " M=" << M;
       EXPECT_EQ(kernels::sparse24_tile_order(M, s.N, wide, h100).swizzle, 4) << s.N << " M=" << M;
       EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true, h100).config, wide) << s.N << " M=" << M;
       EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, false, h200).config, wide) << s.N << " M=" << M;
@@ -472,8 +475,11 @@ TEST(Sparse24CostModel, FastWideTileOnNarrowWeights) {
       // Promoted accumulation never takes it.
       EXPECT_NE(kernels::sparse24_choose(768, s.N, s.K, -1, 0, false, kSms, ws).config, fast_wide) << s.N << "x" << s.K;
     }
-    for (int64_t M : {3072, 16384})
-      EXPECT_EQ(kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true).config, pair256) << s.N << "x" << s.K << " M=" << M;
+    // Beyond it the 128x256 tile: the 1x2 pair, or its 2x1 cluster twin (ClusterRows... below).
+    for (int64_t M : {3072, 16384}) {
+      const int c = kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true).config;
+      EXPECT_TRUE(c == pair256 || c == kernels::sparse24_cluster_twin(pair256)) << s.N << "x" << s.K << " M=" << M;
+    }
   }
   // Weights of 67-396 row tiles: up to six token columns only, where the 256-token pair pads most
   // (0.66-0.81x the plan's time at 1100-1152 tokens on 10240-27648 rows and 768 on 28672 x 4096,
@@ -491,6 +497,85 @@ TEST(Sparse24CostModel, FastWideTileOnNarrowWeights) {
   for (const Shape& s : kShapes)
     for (int64_t M = 192; M < kernels::kSparse24FastMinTokens; M += 37)
       EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true).config, fast_wide) << s.N << " M=" << M;
+}
+
+// The 2x1 cluster rows (kCluster: X multicast over two weight-row tiles) and their twins. The
+// model weighs a cluster row at its twin's time per wave times sparse24_cluster_rate, which falls
+// with the weight's row tiles beyond the SMs; a cluster row runs where that models 3 % faster than
+// its twin (H100 probe: h100/tuning/tune_sparse24_cluster_*.jsonl).
+TEST(Sparse24CostModel, ClusterRowsWhereTheWeightHasMoreRowTilesThanSms) {
+  int cluster_rows = 0;
+  for (int i = 0; i < kernels::kSparse24NumConfigs; ++i) {
+    const kernels::Sparse24ConfigRow& r = kSparse24Configs[i];
+    const int twin = kernels::sparse24_cluster_twin(i);
+    if (r.unit != kernels::Sparse24Unit::kCluster) {
+      EXPECT_EQ(kernels::sparse24_cluster_rate(i, 57344, kSms), 1.0) << r.name;
+      continue;
+    }
+    ++cluster_rows;
+    ASSERT_GE(twin, 0) << r.name;
+    const kernels::Sparse24ConfigRow& b = kSparse24Configs[twin];
+    EXPECT_EQ(kernels::sparse24_cluster_twin(twin), i) << r.name;
+    EXPECT_EQ(r.cluster_m, 2) << r.name;
+    EXPECT_EQ(r.cluster_n, 1) << r.name;
+    EXPECT_EQ(b.cluster_m, 1) << b.name;
+    EXPECT_TRUE(r.tile_m == b.tile_m && r.tile_n == b.tile_n && r.tile_k == b.tile_k && r.fast_accum == b.fast_accum &&
+                r.cooperative == b.cooperative)
+        << r.name << " / " << b.name;
+    EXPECT_TRUE(r.splittable());
+    EXPECT_TRUE(kernels::sparse24_clamps_last_column(i));
+    // The rate never grows with the weight's rows; whole columns: more tokens never model faster.
+    double last = 2.0;
+    for (int64_t n = 128; n <= 262144; n += 128) {
+      const double rate = kernels::sparse24_cluster_rate(i, n, kSms);
+      EXPECT_LE(rate, last) << r.name << " N=" << n;
+      EXPECT_GT(rate, 0.5) << r.name << " N=" << n;
+      last = rate;
+    }
+    for (const Shape& s : kShapes)
+      for (int64_t m = r.tile_n; m <= 16384; m += r.tile_n)
+        EXPECT_LE(kernels::sparse24_model_us(i, m, s.N, s.K, kSms), kernels::sparse24_model_us(i, m + r.tile_n, s.N, s.K, kSms))
+            << r.name << " " << s.N << "x" << s.K << " M=" << m;
+  }
+  EXPECT_EQ(cluster_rows, 3);
+  EXPECT_EQ(kernels::sparse24_cluster_twin(sparse24_config_index("128x128x256_c1x2_coop")), -1);
+  const int wide = kernels::sparse24_detail::kWide.index;
+  const int wide_c2 = kernels::sparse24_cluster_twin(wide);
+  // The promoted 128x192 cluster row models no faster than its twin up to as many row tiles as SMs
+  // (measured 1.00-1.06x its time on 64-112 row tiles): no promoted plan holds a cluster row there.
+  EXPECT_GE(kernels::sparse24_cluster_rate(wide_c2, 128 * kSms, kSms), 1.0);
+  using kernels::Sparse24Profile;
+  for (const Shape& s : kShapes) {
+    if ((s.N + 127) / 128 > kSms) continue;
+    for (int64_t M = 1; M <= 16384; M += M < 512 ? 13 : 211)
+      for (Sparse24Profile p : {Sparse24Profile::kH200, Sparse24Profile::kH100}) {
+        const Sparse24Choice c = kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true, p);
+        EXPECT_NE(kSparse24Configs[c.config].unit, kernels::Sparse24Unit::kCluster) << s.N << "x" << s.K << " M=" << M;
+        if (c.tail_config >= 0)
+          EXPECT_NE(kSparse24Configs[c.tail_config].unit, kernels::Sparse24Unit::kCluster) << s.N << " M=" << M;
+      }
+  }
+  // Measured faster (H100, 0.78-0.97x the 128x192 tile's time; 0.79-0.95x the fast 128x256 pair's):
+  // the bench's two weights of 224 and 448 row tiles from 2300 tokens, in both modes and by card.
+  for (const Shape& s : {Shape{57344, 8192}, Shape{28672, 4096}})
+    for (int64_t M : {2300, 4445, 9530, 16384})
+      for (Sparse24Profile p : {Sparse24Profile::kH200, Sparse24Profile::kH100}) {
+        EXPECT_EQ(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, false, p).config, wide_c2) << s.N << " M=" << M;
+        EXPECT_EQ(kSparse24Configs[kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true, p).config].unit,
+                  kernels::Sparse24Unit::kCluster)
+            << s.N << " M=" << M;
+      }
+  // No plan weighs a cluster row below kSparse24ClusterMinTokens (2048; at 1536 the fast 128x256 row
+  // was even with its twin, 0.95-1.04x).
+  for (const Shape& s : kShapes)
+    for (int64_t M = 1; M < kernels::kSparse24ClusterMinTokens; M += M < 256 ? 7 : 61)
+      for (bool fast : {false, true})
+        for (Sparse24Profile p : {Sparse24Profile::kH200, Sparse24Profile::kH100}) {
+          const Sparse24Choice c = kernels::sparse24_choose(M, s.N, s.K, -1, 0, fast, kSms, true, p);
+          EXPECT_NE(kSparse24Configs[c.config].unit, kernels::Sparse24Unit::kCluster) << s.N << "x" << s.K << " M=" << M;
+          if (c.tail_config >= 0)
+            EXPECT_NE(kSparse24Configs[c.tail_config].unit, kernels::Sparse24Unit::kCluster) << s.N << " M=" << M;
+        }
 }
 
 }  // namespace tail_model
