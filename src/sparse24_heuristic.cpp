@@ -205,8 +205,8 @@ double tile_rate(int config) {
 // token columns' padding). Per weight, geomean over M: the promoted 128x192 row 1.04-1.06 on 64 row
 // tiles, 1.00 on 80, 0.96 on 224, 0.90 on 448; the fast 128x192 row 0.85-0.97 on 64-80, 0.88 on
 // 224, 0.81 on 448; the fast 128x256 row (against the 128x256 1x2 pair) 0.91-0.94 on every weight
-// from 2048 tokens, 0.95-1.04 at 1536 (where the promoted row was 0.92-1.07 too): so
-// sparse24_partial_column weighs them from kSparse24ClusterMinTokens (2048) only.
+// from 2048 tokens, 0.95-1.04 at 1536. sparse24_partial_column weighs them from
+// kSparse24ClusterMinTokens only (a second probe at 800-1885 tokens placed it).
 struct ClusterRate {
   const char* name;
   double at_sms, slope, most;  // the rate where the row tiles equal the SMs, per doubling of them, its largest

@@ -556,17 +556,17 @@ TEST(Sparse24CostModel, ClusterRowsWhereTheWeightHasMoreRowTilesThanSms) {
       }
   }
   // Measured faster (H100, 0.78-0.97x the 128x192 tile's time; 0.79-0.95x the fast 128x256 pair's):
-  // the bench's two weights of 224 and 448 row tiles from 2300 tokens, in both modes and by card.
+  // the bench's two weights of 224 and 448 row tiles from 1416 tokens, in both modes and by card.
   for (const Shape& s : {Shape{57344, 8192}, Shape{28672, 4096}})
-    for (int64_t M : {2300, 4445, 9530, 16384})
+    for (int64_t M : {1416, 1885, 2300, 4445, 9530, 16384})
       for (Sparse24Profile p : {Sparse24Profile::kH200, Sparse24Profile::kH100}) {
         EXPECT_EQ(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, false, p).config, wide_c2) << s.N << " M=" << M;
         EXPECT_EQ(kSparse24Configs[kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true, p).config].unit,
                   kernels::Sparse24Unit::kCluster)
             << s.N << " M=" << M;
       }
-  // No plan weighs a cluster row below kSparse24ClusterMinTokens (2048; at 1536 the fast 128x256 row
-  // was even with its twin, 0.95-1.04x).
+  // No plan weighs a cluster row below kSparse24ClusterMinTokens (1200; at 800-1000 tokens the rows
+  // were even with their twins, 0.96-1.05x).
   for (const Shape& s : kShapes)
     for (int64_t M = 1; M < kernels::kSparse24ClusterMinTokens; M += M < 256 ? 7 : 61)
       for (bool fast : {false, true})
