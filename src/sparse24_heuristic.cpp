@@ -205,29 +205,47 @@ double tile_rate(int config) {
 // token columns' padding). Per weight, geomean over M: the promoted 128x192 row 1.04-1.06 on 64 row
 // tiles, 1.00 on 80, 0.96 on 224, 0.90 on 448; the fast 128x192 row 0.85-0.97 on 64-80, 0.88 on
 // 224, 0.81 on 448; the fast 128x256 row (against the 128x256 1x2 pair) 0.91-0.94 on every weight
-// from 2048 tokens, 0.95-1.04 at 1536. sparse24_partial_column weighs them from
-// kSparse24ClusterMinTokens only (a second probe at 800-1885 tokens placed it).
+// from 2048 tokens, 0.95-1.04 at 1536 (1.00-1.04 on weights of up to 112 row tiles). The fewest
+// tokens at which sparse24_partial_column weighs each (min_tokens; on weights of more row tiles
+// than SMs min_tokens_many_rows): as far as they measured faster. A second probe at 800-1885 tokens
+// on four weights of 224-462 row tiles (h100/tuning/tune_sparse24_cluster_below2048*.jsonl) had
+// both the promoted 128x192 row and the fast 128x256 row faster from 1200 tokens (0.84-0.97x) and
+// even at 800-1000 (0.96-1.05x).
 struct ClusterRate {
   const char* name;
   double at_sms, slope, most;  // the rate where the row tiles equal the SMs, per doubling of them, its largest
+  int64_t min_tokens, min_tokens_many_rows;
 };
 constexpr ClusterRate kClusterRates[] = {
-    {"128x192x256_c2x1_coop", 1.00, 0.06, 1.04},
-    {"128x192x256_c2x1_coop_fastaccum", 0.93, 0.07, 0.95},
-    {"128x256x128_c2x1_coop_fastaccum", 0.92, 0.0, 0.92},
+    {"128x192x256_c2x1_coop", 1.00, 0.06, 1.04, 1200, 1200},
+    {"128x192x256_c2x1_coop_fastaccum", 0.93, 0.07, 0.95, 2048, 2048},
+    {"128x256x128_c2x1_coop_fastaccum", 0.92, 0.0, 0.92, 2048, 1200},
 };
 
 int64_t token_column(int config) { return int64_t{kSparse24Configs[config].tile_n} * kSparse24Configs[config].cluster_n; }
 
 }  // namespace
 
+namespace {
+const ClusterRate* cluster_rate_row(int config) {
+  for (const ClusterRate& r : kClusterRates)
+    if (sparse24_row(r.name) == config) return &r;
+  return nullptr;
+}
+}  // namespace
+
+bool sparse24_weighs_cluster_row(int config, int64_t M, int64_t N, int sm_count) {
+  const ClusterRate* r = cluster_rate_row(config);
+  if (r == nullptr) return false;
+  const bool many_rows = (N + kSparse24Configs[config].tile_m - 1) / kSparse24Configs[config].tile_m > sm_count;
+  return M >= (many_rows ? r->min_tokens_many_rows : r->min_tokens);
+}
+
 double sparse24_cluster_rate(int config, int64_t N, int sm_count) {
-  for (const ClusterRate& r : kClusterRates) {
-    if (sparse24_row(r.name) != config) continue;
-    const double row_tiles = static_cast<double>((N + kSparse24Configs[config].tile_m - 1) / kSparse24Configs[config].tile_m);
-    return std::min(r.most, r.at_sms - r.slope * std::log2(row_tiles / sm_count));
-  }
-  return 1.0;
+  const ClusterRate* r = cluster_rate_row(config);
+  if (r == nullptr) return 1.0;
+  const double row_tiles = static_cast<double>((N + kSparse24Configs[config].tile_m - 1) / kSparse24Configs[config].tile_m);
+  return std::min(r->most, r->at_sms - r->slope * std::log2(row_tiles / sm_count));
 }
 
 bool sparse24_clamps_last_column(int config) { return kSparse24Configs[config].splittable(); }
@@ -279,9 +297,13 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   // The pick's cluster twin (the same tile with X multicast over two weight-row tiles) where it
   // models 3 % faster; the other plans must then beat the twin by the pick's margin.
   double pick_us = sparse24_model_us(config, M, N, K, sm_count, profile);
-  const bool clusters = M >= kSparse24ClusterMinTokens;
-  const int twin = clusters ? sparse24_cluster_twin(config) : -1;
-  if (twin >= 0 && is_cluster_row(twin)) {
+  // (A cluster row only where sparse24_weighs_cluster_row: the tokens it measured faster from.)
+  const auto weighed_twin = [&](int t) {
+    const int tw = sparse24_cluster_twin(t);
+    return tw >= 0 && sparse24_weighs_cluster_row(tw, M, N, sm_count) ? tw : -1;
+  };
+  const int twin = weighed_twin(config);
+  if (twin >= 0) {
     const double twin_us = sparse24_model_us(twin, M, N, K, sm_count, profile);
     if (twin_us < 0.97 * pick_us) {
       best.config = twin;
@@ -299,8 +321,8 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   };
   // A configuration, or its cluster twin where that models 3 % faster.
   const auto consider_one = [&](int t) {
-    const int tw = clusters ? sparse24_cluster_twin(t) : -1;
-    const bool twin_faster = tw >= 0 && is_cluster_row(tw) &&
+    const int tw = weighed_twin(t);
+    const bool twin_faster = tw >= 0 &&
                              sparse24_model_us(tw, M, N, K, sm_count, profile) <
                                  0.97 * sparse24_model_us(t, M, N, K, sm_count, profile);
     consider_plain(twin_faster ? tw : t);
@@ -371,7 +393,7 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   if (sparse24_main_rows(config, M) > 0) {
     mains[n_mains++] = config;
     // Its cluster twin on the same whole columns.
-    if (twin >= 0 && is_cluster_row(twin) && token_column(twin) == token_column(config)) mains[n_mains++] = twin;
+    if (twin >= 0 && token_column(twin) == token_column(config)) mains[n_mains++] = twin;
   } else {
     for (int i = 0; i < n_family; ++i)
       if (token_column(family[i].index) < token_column(config) && sparse24_main_rows(family[i].index, M) > 0)

@@ -203,10 +203,10 @@ int sparse24_cluster_twin(int config);
 // rows faster on every weight measured from 2048 tokens (the constants and the fit in
 // src/sparse24_heuristic.cpp). Not yet measured on an H200 (the same L2 and SMs; faster DRAM).
 double sparse24_cluster_rate(int config, int64_t N_out, int sm_count);
-// The fewest tokens at which sparse24_partial_column weighs a cluster row: from 1200 tokens they
-// measured faster where the rate says (on weights of more row tiles than SMs, 0.85-0.97x the
-// promoted twin's time, 0.84-0.93x the fast plan's); at 800-1000 tokens even (0.96-1.05x;
-// h100/tuning/tune_sparse24_cluster_below2048*.jsonl).
+// Whether sparse24_partial_column weighs cluster row `config` at M tokens on an N-row weight: from
+// the tokens where it measured faster (per row, fewer on weights of more row tiles than SMs; the
+// constants and their data in src/sparse24_heuristic.cpp). Never below kSparse24ClusterMinTokens.
+bool sparse24_weighs_cluster_row(int config, int64_t M_tokens, int64_t N_out, int sm_count);
 inline constexpr int64_t kSparse24ClusterMinTokens = 1200;
 
 // The heuristic's part of a plan: the configuration and the number of K slices for the options

@@ -565,6 +565,13 @@ TEST(Sparse24CostModel, ClusterRowsWhereTheWeightHasMoreRowTilesThanSms) {
                   kernels::Sparse24Unit::kCluster)
             << s.N << " M=" << M;
       }
+  // The fast 128x256 cluster row from 2048 tokens (at 1536 even with the pair on weights of up to 112
+  // row tiles), on weights of more row tiles than SMs from 1200 (0.84-0.93x the fast plan's time).
+  const int fast256_c2 = sparse24_config_index("128x256x128_c2x1_coop_fastaccum");
+  EXPECT_FALSE(kernels::sparse24_weighs_cluster_row(fast256_c2, 2047, 8192, kSms));
+  EXPECT_TRUE(kernels::sparse24_weighs_cluster_row(fast256_c2, 2048, 8192, kSms));
+  EXPECT_TRUE(kernels::sparse24_weighs_cluster_row(fast256_c2, 1200, 57344, kSms));
+  EXPECT_FALSE(kernels::sparse24_weighs_cluster_row(wide, 4096, 57344, kSms));  // not a cluster row
   // No plan weighs a cluster row below kSparse24ClusterMinTokens (1200; at 800-1000 tokens the rows
   // were even with their twins, 0.96-1.05x).
   for (const Shape& s : kShapes)
