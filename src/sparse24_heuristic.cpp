@@ -224,14 +224,12 @@ constexpr ClusterRate kClusterRates[] = {
 
 int64_t token_column(int config) { return int64_t{kSparse24Configs[config].tile_n} * kSparse24Configs[config].cluster_n; }
 
-}  // namespace
-
-namespace {
 const ClusterRate* cluster_rate_row(int config) {
   for (const ClusterRate& r : kClusterRates)
     if (sparse24_row(r.name) == config) return &r;
   return nullptr;
 }
+
 }  // namespace
 
 bool sparse24_weighs_cluster_row(int config, int64_t M, int64_t N, int sm_count) {

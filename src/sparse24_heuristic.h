@@ -254,7 +254,7 @@ int64_t sparse24_main_rows(int config, int64_t tokens);
 // The modelled time (microseconds) of one launch of data-parallel or stream-K `config` on `tokens`
 // tokens of an N x K weight: a fixed cost per call plus the larger of the tile waves (each wave one
 // tile time, linear in K, a rate per configuration; the 128x192 tile's scaled by its card traits'
-// wide_swizzled_rate where it runs swizzled) with the out-of-bounds rows added at
+// wide_swizzled_rate where it runs swizzled; a cluster row's its twin's times sparse24_cluster_rate) with the out-of-bounds rows added at
 // kSparse24OobRowCost, and the bytes every launch moves (the whole compressed weight, X and Y) at
 // the H200's streaming rate. A model for choosing between plans, not a prediction to quote: 15 %
 // RMS error on the points it was fitted on (the constants in src/sparse24_heuristic.cpp).
