@@ -11,6 +11,8 @@
 #                      rows at 24-128 tokens on the bench's layers (about 560 s; 5 files)
 #          PROBES=1    also the probes of a18afde (W4A4 scale ld and band share, blockwise rows); on
 #                      another card than an H200 only the GPU tests run without it
+#          CLUSTER=1   also the 2x1 cluster rows against their twins (log §43's probe: 8 weights, 7 M
+#                      from 1536 to 16384 tokens, both modes; about 100 s), before the benchmark
 #          ANY_CARD=1  run the benchmark on any card as on the H200 (its JSON then belongs in
 #                      bench/results/<that card>/: scripts/splice_bench.py keeps the cards apart)
 # Then, here: scripts/splice_bench.py / scripts/check_cliffs.py on the JSON files, scripts/tune_ab.py
@@ -104,6 +106,19 @@ probe_w4a4_ld() {
     done; done; done; done
   echo "w4a4 scale-ld probe ($(el) s)" | tee -a "$out/summary.txt"
 }
+probe_cluster() {
+  # The 2x1 cluster rows against their twins, as h100/tuning/tune_sparse24_cluster_*.jsonl (log §43).
+  local d=128x192x256_c1x1_coop,128x192x256_c2x1_coop,128x128x256_c1x2_coop
+  local f=128x256x128_c1x2_coop_fastaccum,128x192x256_c1x1_coop_fastaccum,128x192x256_c2x1_coop_fastaccum,128x256x128_c2x1_coop_fastaccum
+  for nk in 57344x8192 8192x28672 28672x4096 10240x8192 8192x8192 27648x5120 5120x27648 14336x4096; do
+    for m in 1536 2300 3340 4445 6509 9530 16384; do fits 40 || break 2
+      timeout 25 "$q" tune sparse24 --m $m --n "${nk%x*}" --k "${nk#*x}" --interleave --configs $d \
+        --json "$out/tune_sparse24_cluster_default.jsonl" >> "$log" 2>&1
+      timeout 25 "$q" tune sparse24 --m $m --n "${nk%x*}" --k "${nk#*x}" --fast-accum --interleave --configs $f \
+        --json "$out/tune_sparse24_cluster_fast.jsonl" >> "$log" 2>&1
+    done; done
+  echo "cluster probe ($(el) s)" | tee -a "$out/summary.txt"
+}
 checks=0
 gpu_failed=0
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/summary.txt" 2>&1
@@ -112,8 +127,9 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/summary
 if [ "${ANY_CARD:-0}" = 1 ] || nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200; then
   gpu_tests
   [ "${PROBES:-0}" = 1 ] && { probe_w4a4_ld; probe_w4a4; }
+  [ "${CLUSTER:-0}" = 1 ] && probe_cluster
   fits 200 && grid
-  sweep sparse24_sweep 110 sparse24
+  sweep sparse24_sweep 290 sparse24  # both modes: 210-290 s on an H100 (log §43)
   sweep blockwise_sweep 90 blockwise
   [ "${PROBES:-0}" = 1 ] && probe_blockwise
   sweep blockwise_sweep_partialk 62 blockwise --sweep-layers partialk.4096x14352,l3-8b.down,partialk.4096x4112,l3-8b.o
