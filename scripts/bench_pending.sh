@@ -137,7 +137,7 @@ else
   # The benchmark takes no other card (bench/results/h200); the probes of a18afde with PROBES=1.
   STEPS=info "$(dirname "$0")/device_check.sh" "$out" "$B" > /dev/null; checks=$?
   gpu_tests
-  [ "${PROBES:-0}" = 1 ] && { probe_w4a4_ld; probe_w4a4; probe_blockwise; fits 250 && grid; sweep sparse24_sweep 110 sparse24; }
+  [ "${PROBES:-0}" = 1 ] && { probe_w4a4_ld; probe_w4a4; probe_blockwise; fits 250 && grid; sweep sparse24_sweep 290 sparse24; }
 fi
 [ "$gpu_failed" -eq 0 ] || checks=1
 tail -c 4000000 "$log" > "$log.t" && mv "$log.t" "$log"
