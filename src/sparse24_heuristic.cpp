@@ -292,38 +292,31 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   // Another plan must model 3 % faster; 10 % to leave the 128x192 tile, which the heuristic takes
   // where it measured faster on the grid (sparse24_wide_token_tile, sparse24_narrow_wide_tile).
   const double margin = config == sparse24_detail::kWide.index ? 0.90 : 0.97;
-  // The pick's cluster twin (the same tile with X multicast over two weight-row tiles) where it
-  // models 3 % faster; the other plans must then beat the twin by the pick's margin.
-  double pick_us = sparse24_model_us(config, M, N, K, sm_count, profile);
-  // (A cluster row only where sparse24_weighs_cluster_row: the tokens it measured faster from.)
+  // A configuration's cluster twin (the same tile with X multicast over two weight-row tiles) where
+  // sparse24_weighs_cluster_row weighs it (the tokens it measured faster from), else -1; and the
+  // twin in the configuration's place where it models 3 % faster.
   const auto weighed_twin = [&](int t) {
     const int tw = sparse24_cluster_twin(t);
     return tw >= 0 && sparse24_weighs_cluster_row(tw, M, N, sm_count) ? tw : -1;
   };
-  const int twin = weighed_twin(config);
-  if (twin >= 0) {
-    const double twin_us = sparse24_model_us(twin, M, N, K, sm_count, profile);
-    if (twin_us < 0.97 * pick_us) {
-      best.config = twin;
-      pick_us = twin_us;
-    }
-  }
-  double best_us = margin * pick_us;
-  const auto consider_plain = [&](int t) {
+  const auto or_faster_twin = [&](int t) {
+    const int tw = weighed_twin(t);
+    return tw >= 0 && sparse24_model_us(tw, M, N, K, sm_count, profile) <
+                          0.97 * sparse24_model_us(t, M, N, K, sm_count, profile)
+               ? tw
+               : t;
+  };
+  // The pick or its twin; the other plans must beat that by the pick's margin.
+  best.config = or_faster_twin(config);
+  double best_us = margin * sparse24_model_us(best.config, M, N, K, sm_count, profile);
+  const auto consider_one = [&](int t) {
+    t = or_faster_twin(t);
     if (t == config || t == best.config) return;
     const double us = sparse24_model_us(t, M, N, K, sm_count, profile);
     if (us < best_us) {
       best_us = us;
       best = Sparse24Choice{t, 1, -1, 0, M};
     }
-  };
-  // A configuration, or its cluster twin where that models 3 % faster.
-  const auto consider_one = [&](int t) {
-    const int tw = weighed_twin(t);
-    const bool twin_faster = tw >= 0 &&
-                             sparse24_model_us(tw, M, N, K, sm_count, profile) <
-                                 0.97 * sparse24_model_us(t, M, N, K, sm_count, profile);
-    consider_plain(twin_faster ? tw : t);
   };
   // The fast 128x192 tile, in fast accumulation, on weights of at most half as many 128-row tiles
   // as SMs, 5 % below the best plan so far: its rate comes from one probe
@@ -391,6 +384,7 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   if (sparse24_main_rows(config, M) > 0) {
     mains[n_mains++] = config;
     // Its cluster twin on the same whole columns.
+    const int twin = weighed_twin(config);
     if (twin >= 0 && token_column(twin) == token_column(config)) mains[n_mains++] = twin;
   } else {
     for (int i = 0; i < n_family; ++i)
