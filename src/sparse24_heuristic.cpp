@@ -51,7 +51,6 @@ int sparse24_heuristic_stream_k(int64_t M_tokens, int64_t N_out, int sm_count) {
   const int64_t rows64 = (N_out + 63) / 64;
   const auto last_wave_at_most_half = [&](int64_t tiles) { return tiles % sms != 0 && tiles % sms <= sms / 2; };
   if (M_tokens <= 32 && rows64 >= sms && last_wave_at_most_half(rows64)) return kStreamK128x32;
-  if (M_tokens <= 8 && rows64 >= 4 * sms) return kStreamK128x32;
   if (M_tokens > 64 && M_tokens <= 128 && rows64 >= sms) return kStreamK128x128;
   const int64_t tiles128 = ((N_out + 127) / 128) * ((M_tokens + 127) / 128);
   if (M_tokens > 128 && M_tokens <= 256 && tiles128 >= sms && 2 * tiles128 <= 3 * sms) return kStreamK128x128;

@@ -73,9 +73,10 @@ bool sparse24_wide_token_tile(int64_t M_tokens);
 bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count);
 
 // Stream-K (only when the caller gives a workspace): the cooperative 128x32 / 128x128 stream-K
-// tiles where the data-parallel tiles leave a ragged last wave, or where at a few tokens every CTA
-// would read the same X rows in lockstep (stream-K's staggered K ranges break that up). -1 where
-// the data-parallel tiles win. Data: tune_sparse24.jsonl.
+// tiles where the data-parallel tiles leave a ragged last wave. -1 where the data-parallel tiles win.
+// Data: tune_sparse24.jsonl. (A rule for 1-8 tokens on weights of at least four waves of 64-row
+// tiles, for X rows read in lockstep, went: there the 64x32 tile, which loads only its rows of X,
+// was the faster, log §44.)
 int sparse24_heuristic_stream_k(int64_t M_tokens, int64_t N_out, int sm_count);
 
 // The 64-row tile of the band of 65-112 tokens on weights of at least 1.5 waves of 64-row tiles
