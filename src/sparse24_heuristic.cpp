@@ -31,6 +31,7 @@ bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count) {
 // 1.5 waves the model decides (10240 x 8192, M = 90: 128x32 stream-K 9 % faster,
 // tune_sparse24_between.jsonl).
 constexpr int64_t kSk128MinTokens = 104;
+constexpr int64_t kSk32MaxTokens = 512;  // sparse24_partial_column weighs the 32-token stream-K tile up to here
 namespace {
 bool one_column_band(int64_t M_tokens, int64_t N_out, int sm_count, bool fast_accum) {
   return !fast_accum && M_tokens > 64 && M_tokens <= 112 && 2 * ((N_out + 63) / 64) >= 3 * int64_t{sm_count};
@@ -245,6 +246,15 @@ double sparse24_cluster_rate(int config, int64_t N, int sm_count) {
   return std::min(r->most, r->at_sms - r->slope * std::log2(row_tiles / sm_count));
 }
 
+double sparse24_pair_rate(int config, int64_t tokens, int64_t N) {
+  const Sparse24ConfigRow& c = kSparse24Configs[config];
+  if (!(c.tile_m == 128 && c.tile_n == 128 && c.cluster_n == 2) || tokens < kSparse24PairNarrowMinTokens) return 1.0;
+  const int64_t row_tiles = (N + c.tile_m - 1) / c.tile_m;
+  const double span = static_cast<double>(kSparse24PairWideRows - kSparse24PairNarrowRows);
+  const double share = std::clamp(static_cast<double>(kSparse24PairWideRows - row_tiles) / span, 0.0, 1.0);
+  return 1.0 + (kSparse24PairNarrowRate - 1.0) * share;
+}
+
 bool sparse24_clamps_last_column(int config) { return kSparse24Configs[config].splittable(); }
 
 int64_t sparse24_oob_rows(int config, int64_t tokens) {
@@ -275,6 +285,7 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N, int64_t K, int s
   if (rate_row == sparse24_detail::kWide.index && sparse24_tile_order(tokens, N, rate_row, profile).swizzle > 1)
     tile_us *= sparse24_card_traits(profile).wide_swizzled_rate;  // its rate was fitted in the default order
   if (rate_row != config) tile_us *= sparse24_cluster_rate(config, N, sm_count);
+  tile_us *= sparse24_pair_rate(config, tokens, N);
   const double waves = std::ceil(static_cast<double>(tiles_m * cols) / sm_count);
   const double oob_tiles = kSparse24OobRowCost * static_cast<double>(tiles_m) *
                            static_cast<double>(sparse24_oob_rows(config, tokens)) / c.tile_n;
@@ -371,9 +382,13 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
     for (const sparse24_detail::BetweenTile& b : sparse24_detail::kBetween)
       if (M + kSparse24FewOobRows >= b.t.tile_n && M <= b.max_columns * b.t.tile_n) consider_one(b.t.index);
   }
+  // The 32-token stream-K tile up to kSk32MaxTokens: past them its time over the model's grew to
+  // 1.15-1.33x, 1.6-2.6x the fastest tile's, at 1287-3036 tokens on 8-12 row tiles (H100,
+  // h100/tuning/tune_sparse24_narrow_weights.jsonl), where its rate (fitted on one column) had it
+  // the fastest.
   if (with_workspace)
     for (int t : {sparse24_detail::kStreamK128x32, sparse24_detail::kStreamK128x128})
-      if (M >= kSparse24Configs[t].tile_n) consider_one(t);
+      if (M >= kSparse24Configs[t].tile_n && (t != sparse24_detail::kStreamK128x32 || M <= kSk32MaxTokens)) consider_one(t);
   // Two launches: a main launch on whole token columns (of `config`; where M is less than one of
   // them, e.g. 129..255 tokens on the 128x128 cluster pair, of a narrower tile of the mode), then
   // a tail launch on the rest. Each reads the whole weight, so this pays only where one launch

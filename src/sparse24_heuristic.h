@@ -210,6 +210,21 @@ double sparse24_cluster_rate(int config, int64_t N_out, int sm_count);
 bool sparse24_weighs_cluster_row(int config, int64_t M_tokens, int64_t N_out, int sm_count);
 inline constexpr int64_t kSparse24ClusterMinTokens = 1200;
 
+// The 128x128 cluster pairs' time per wave as a share of their rate, by the weight's row tiles
+// (sparse24_model_us) from kSparse24PairNarrowMinTokens tokens: kSparse24PairNarrowRate on weights of
+// up to kSparse24PairNarrowRows 128-row tiles, falling linearly to 1 at kSparse24PairWideRows (1 below
+// those tokens, where it was not measured). On an H100 (same run; 409-7424 tokens,
+// h100/tuning/tune_sparse24_sk_waves.jsonl) the promoted pair's measured time over the model's was
+// 1.20-1.22x on 8-10 row tiles and 1.08-1.23x on 20-64, while the 128x192 tile's was 1.02-1.03x and
+// 1.06-1.23x there: against the other tiles the pair runs 1.17-1.20x slower on narrow weights
+// (the 1280-row tensor-parallel shard: 0.78-0.79x cuSPARSELt on the H200 at 2760-3036 tokens with
+// the pair, where the 128-token stream-K tile took 0.86-0.88x its time on the H100).
+inline constexpr double kSparse24PairNarrowRate = 1.18;
+inline constexpr int64_t kSparse24PairNarrowRows = 10;
+inline constexpr int64_t kSparse24PairWideRows = 16;
+inline constexpr int64_t kSparse24PairNarrowMinTokens = 1024;
+double sparse24_pair_rate(int config, int64_t tokens, int64_t N_out);
+
 // The heuristic's part of a plan: the configuration and the number of K slices for the options
 // (config: -1 or forced; split_k: 0 library, 1 none, >= 2 forced). with_workspace: the caller gives
 // a large enough workspace, so stream-K rows and the library's split may be chosen; without, never
@@ -255,7 +270,8 @@ int64_t sparse24_main_rows(int config, int64_t tokens);
 // The modelled time (microseconds) of one launch of data-parallel or stream-K `config` on `tokens`
 // tokens of an N x K weight: a fixed cost per call plus the larger of the tile waves (each wave one
 // tile time, linear in K, a rate per configuration; the 128x192 tile's scaled by its card traits'
-// wide_swizzled_rate where it runs swizzled; a cluster row's its twin's times sparse24_cluster_rate) with the out-of-bounds rows added at
+// wide_swizzled_rate where it runs swizzled; a cluster row's its twin's times sparse24_cluster_rate;
+// the 128x128 pairs' times sparse24_pair_rate) with the out-of-bounds rows added at
 // kSparse24OobRowCost, and the bytes every launch moves (the whole compressed weight, X and Y) at
 // the H200's streaming rate. A model for choosing between plans, not a prediction to quote: 15 %
 // RMS error on the points it was fitted on (the constants in src/sparse24_heuristic.cpp).

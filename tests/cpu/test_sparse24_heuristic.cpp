@@ -585,6 +585,43 @@ TEST(Sparse24CostModel, ClusterRowsWhereTheWeightHasMoreRowTilesThanSms) {
         }
 }
 
+// The 128x128 cluster pairs on narrow weights (sparse24_pair_rate): 1.18x their rate on up to 10
+// row tiles from 1024 tokens, 1 from 16 row tiles or below 1024 tokens. On the 1280-row shard the
+// 128-token stream-K tile replaces the pair at 1287-3036 tokens (0.81-0.96x its time, H100,
+// h100/tuning/tune_sparse24_narrow_weights.jsonl), in both accumulation modes, given a workspace.
+// The 32-token stream-K tile is weighed up to 512 tokens only.
+TEST(Sparse24CostModel, PairRateOnNarrowWeights) {
+  const int pair = sparse24_config_index("128x128x256_c1x2_coop");
+  const int fast_pair = sparse24_config_index("128x128x256_c1x2_coop_fastaccum");
+  const int sk = kernels::sparse24_detail::kStreamK128x128;
+  const int sk32 = kernels::sparse24_detail::kStreamK128x32;
+  for (int c : {pair, fast_pair}) {
+    EXPECT_DOUBLE_EQ(kernels::sparse24_pair_rate(c, 2048, 1280), kernels::kSparse24PairNarrowRate);
+    EXPECT_DOUBLE_EQ(kernels::sparse24_pair_rate(c, 1023, 1280), 1.0);
+    EXPECT_DOUBLE_EQ(kernels::sparse24_pair_rate(c, 2048, 2048), 1.0);
+    const double mid = kernels::sparse24_pair_rate(c, 2048, 13 * 128);
+    EXPECT_GT(mid, 1.0);
+    EXPECT_LT(mid, kernels::kSparse24PairNarrowRate);
+  }
+  EXPECT_DOUBLE_EQ(kernels::sparse24_pair_rate(sk, 2048, 1280), 1.0);
+  EXPECT_DOUBLE_EQ(kernels::sparse24_pair_rate(kernels::sparse24_detail::kWide.index, 2048, 1280), 1.0);
+  // (In fast accumulation from 2048 tokens the fast 128x256 cluster row, as before.)
+  for (int64_t M : {1287, 1416, 2760, 3036})
+    for (bool fast : {false, true})
+      for (kernels::Sparse24Profile p : {kernels::Sparse24Profile::kH200, kernels::Sparse24Profile::kH100}) {
+        if (!(fast && M >= 2048))
+          EXPECT_EQ(kernels::sparse24_choose(M, 1280, 8192, -1, 0, fast, kSms, true, p).config, sk) << M << " fast=" << fast;
+        EXPECT_NE(kernels::sparse24_choose(M, 1280, 8192, -1, 0, fast, kSms, false, p).config, sk) << M;
+      }
+  for (const Shape& s : kShapes)
+    for (int64_t N : {s.N, int64_t{896}, int64_t{1024}})
+      for (int64_t M = 513; M <= 16384; M += 97)
+        for (bool fast : {false, true}) {
+          const Sparse24Choice c = kernels::sparse24_choose(M, N, s.K, -1, 0, fast, kSms, true);
+          EXPECT_NE(c.config, sk32) << N << "x" << s.K << " M=" << M;
+        }
+}
+
 }  // namespace tail_model
 
 }  // namespace
