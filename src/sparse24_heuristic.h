@@ -208,7 +208,7 @@ double sparse24_cluster_rate(int config, int64_t N_out, int sm_count);
 // the tokens where it measured faster (per row, fewer on weights of more row tiles than SMs; the
 // constants and their data in src/sparse24_heuristic.cpp). Never below kSparse24ClusterMinTokens.
 bool sparse24_weighs_cluster_row(int config, int64_t M_tokens, int64_t N_out, int sm_count);
-inline constexpr int64_t kSparse24ClusterMinTokens = 1200;
+inline constexpr int64_t kSparse24ClusterMinTokens = 1153;
 
 // The 128x128 cluster pairs' time per wave as a share of their rate, by the weight's row tiles
 // (sparse24_model_us) from kSparse24PairNarrowMinTokens tokens: kSparse24PairNarrowRate on weights of

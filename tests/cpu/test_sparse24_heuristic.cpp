@@ -571,8 +571,14 @@ TEST(Sparse24CostModel, ClusterRowsWhereTheWeightHasMoreRowTilesThanSms) {
   EXPECT_FALSE(kernels::sparse24_weighs_cluster_row(fast256_c2, 2047, 8192, kSms));
   EXPECT_TRUE(kernels::sparse24_weighs_cluster_row(fast256_c2, 2048, 8192, kSms));
   EXPECT_TRUE(kernels::sparse24_weighs_cluster_row(fast256_c2, 1200, 57344, kSms));
+  EXPECT_FALSE(kernels::sparse24_weighs_cluster_row(fast256_c2, 1199, 57344, kSms));
+  // The promoted row from the seventh 192-token column on weights of more row tiles than SMs.
+  const int wide_c2x1 = sparse24_config_index("128x192x256_c2x1_coop");
+  EXPECT_TRUE(kernels::sparse24_weighs_cluster_row(wide_c2x1, 1153, 57344, kSms));
+  EXPECT_FALSE(kernels::sparse24_weighs_cluster_row(wide_c2x1, 1152, 57344, kSms));
+  EXPECT_FALSE(kernels::sparse24_weighs_cluster_row(wide_c2x1, 1153, 8192, kSms));
   EXPECT_FALSE(kernels::sparse24_weighs_cluster_row(wide, 4096, 57344, kSms));  // not a cluster row
-  // No plan weighs a cluster row below kSparse24ClusterMinTokens (1200; at 800-1000 tokens the rows
+  // No plan weighs a cluster row below kSparse24ClusterMinTokens (1153; at 800-1000 tokens the rows
   // were even with their twins, 0.96-1.05x).
   for (const Shape& s : kShapes)
     for (int64_t M = 1; M < kernels::kSparse24ClusterMinTokens; M += M < 256 ? 7 : 61)
