@@ -213,7 +213,8 @@ inline constexpr int64_t kSparse24ClusterMinTokens = 1153;
 // The 128x128 cluster pairs' time per wave as a share of their rate, by the weight's row tiles
 // (sparse24_model_us) from kSparse24PairNarrowMinTokens tokens: kSparse24PairNarrowRate on weights of
 // up to kSparse24PairNarrowRows 128-row tiles, falling linearly to 1 at kSparse24PairWideRows (1 below
-// those tokens, where it was not measured). On an H100 (same run; 409-7424 tokens,
+// those tokens, where the rate would hand the pair's plans to tiles not measured there: 64x64 and
+// the 32-token stream-K tile at 516-800 tokens). On an H100 (same run; 256-7424 tokens,
 // h100/tuning/tune_sparse24_sk_waves.jsonl) the promoted pair's measured time over the model's was
 // 1.20-1.22x on 8-10 row tiles and 1.08-1.23x on 20-64, while the 128x192 tile's was 1.02-1.03x and
 // 1.06-1.23x there: against the other tiles the pair runs 1.17-1.20x slower on narrow weights

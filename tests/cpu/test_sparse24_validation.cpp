@@ -290,7 +290,7 @@ TEST(Sparse24Heuristic, StreamKWhereItWon) {
         EXPECT_EQ(pick(m, n, k, fast), plain(m, n, k, fast)) << m << "x" << n << ": one wave or less";
     }
     // 896 tiles whose last wave is 79 % full: the 64x32 tile, as from 9 tokens (the 32-token
-    // stream-K tile took 1.03-1.05x its time at 1-8 tokens, log §44).
+    // stream-K tile took 1.02-1.06x its time at 1-8 tokens, log §44).
     EXPECT_EQ(pick(1, 57344, 8192, fast), plain(1, 57344, 8192, fast));
     EXPECT_EQ(pick(8, 57344, 8192, fast), plain(8, 57344, 8192, fast));
     EXPECT_EQ(pick(8, 57344, 8192, fast), 0);
