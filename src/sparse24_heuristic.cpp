@@ -265,10 +265,12 @@ int64_t sparse24_oob_rows(int config, int64_t tokens) {
   const int64_t col = token_column(config);
   const int64_t past = (tokens + col - 1) / col * col - tokens;
   // The 128-token stream-K tile from one whole column on: its last column loads only its rows of X,
-  // rounded up to 8 (common/token_row_plan.h). Not the 32-token one, whose rate was fitted with the
-  // charge: without it the model took it at 34-67 tokens, 0.97-1.15x the 64-row tiles' time.
+  // rounded up to 8 (common/token_row_plan.h). The 32-token one keeps 3/4 of the charge, its rate
+  // having been fitted with it: charged in full, the model took the 64x32 tile at 65-73 tokens on
+  // 72-160 row tiles of 64, 1.03-1.07x its time; not charged, it took it at 33-56 tokens on 80-128
+  // row tiles, 1.01-1.06x their time (h100/tuning/tune_sparse24_sk32_charge.jsonl).
   const Sparse24ConfigRow& c = kSparse24Configs[config];
-  if (c.stream_k() && c.cluster_n == 1 && c.tile_n >= 128 && tokens >= col) return past % 8;
+  if (c.stream_k() && c.cluster_n == 1 && tokens >= col) return c.tile_n >= 128 ? past % 8 : past - past / 4;
   return past;
 }
 

@@ -244,7 +244,7 @@ struct Sparse24Choice {
 // out-of-bounds boxes of the B operand's TMA loads. Measured on the H200: l3-70b.gate_up, 64x128
 // tile, 295 us at M = 384, 540 us at M = 288 on the same grid (tuning/cliff_m288.txt). The cost
 // per row is fitted with the tile rates below (tuning/tune_sparse24_between.jsonl); it now applies
-// to token counts below one tile and to the 32-token stream-K tile (sparse24_oob_rows): the
+// to token counts below one tile and, at 3/4, to the 32-token stream-K tile (sparse24_oob_rows): the
 // 128-token stream-K tile loads only its last column's rows (common/token_row_boxes.cuh), and its
 // rows past M cost nothing there (l3-70b.qkv: 40.8 us at 307 tokens, 77 rows past M, 41.8 at 372;
 // bench/results/h100/tuning/tune_sparse24_qkv_streamk.jsonl, an H100).
@@ -261,7 +261,8 @@ bool sparse24_clamps_last_column(int config);
 
 // Token rows one launch of `config` reads past M (out-of-bounds TMA rows). Clamping rows: 0 from
 // tokens >= tile_n on, tile_n - tokens below. The 128-token stream-K tile from one whole column on:
-// the rows past M up to a multiple of 8 (0-7). Others: round_up(tokens, tile_n * cluster_n) - tokens.
+// the rows past M up to a multiple of 8 (0-7); the 32-token one from one whole column on: 3/4 of
+// them (rounded up). Others: round_up(tokens, tile_n * cluster_n) - tokens.
 int64_t sparse24_oob_rows(int config, int64_t tokens);
 
 // The tokens a launch of `config` covers in whole token columns (tile_n * cluster_n): the main

@@ -102,8 +102,24 @@ TEST(Sparse24CostModel, OutOfBoundsRowsCostMoreThanValidOnes) {
   EXPECT_DOUBLE_EQ(kernels::sparse24_model_us(sk, 288, 57344, 8192, kSms),
                    kernels::sparse24_model_us(sk, 384, 57344, 8192, kSms));
   EXPECT_GT(kernels::sparse24_model_us(sk, 100, 57344, 8192, kSms), kernels::sparse24_model_us(sk, 128, 57344, 8192, kSms));
-  // The 32-token stream-K tile keeps the charge (its rate was fitted with it): 40 tokens, 24 rows.
-  EXPECT_EQ(kernels::sparse24_oob_rows(sparse24_config_index("128x32x256_c1x1_coop_streamk"), 40), 24);
+  // The 32-token stream-K tile keeps 3/4 of the charge from one column on (its rate was fitted with
+  // it): 40 tokens, 24 rows past M, 18 charged; 67 tokens, 29 past, 22 charged; below one column all.
+  const int sk32 = sparse24_config_index("128x32x256_c1x1_coop_streamk");
+  EXPECT_EQ(kernels::sparse24_oob_rows(sk32, 40), 18);
+  EXPECT_EQ(kernels::sparse24_oob_rows(sk32, 67), 22);
+  EXPECT_EQ(kernels::sparse24_oob_rows(sk32, 64), 0);
+  EXPECT_EQ(kernels::sparse24_oob_rows(sk32, 20), 12);
+  // What the 3/4 decides (h100/tuning/tune_sparse24_sk32_charge.jsonl): the stream-K tile at 67-73
+  // tokens on 10240 x 8192 (0.96-0.97x the 64x32 tile's time), not at 35-53 tokens on 5120 x 5120
+  // or 6144 x 4096 (there 1.02-1.06x the 64x64 tile's).
+  for (kernels::Sparse24Profile p : {kernels::Sparse24Profile::kH200, kernels::Sparse24Profile::kH100}) {
+    for (int64_t M : {67, 70, 73})
+      EXPECT_EQ(kernels::sparse24_choose(M, 10240, 8192, -1, 0, false, kSms, true, p).config, sk32) << M;
+    for (int64_t M : {35, 41, 48, 53}) {
+      EXPECT_NE(kernels::sparse24_choose(M, 5120, 5120, -1, 0, false, kSms, true, p).config, sk32) << M;
+      EXPECT_NE(kernels::sparse24_choose(M, 6144, 4096, -1, 0, false, kSms, true, p).config, sk32) << M;
+    }
+  }
   // The data-parallel rows clamp their last column inside M: nothing past M from one tile on (the
   // cluster pair's padding column included), the rest of one tile below.
   const int c = sparse24_config_index("64x128x256_c1x1_pingpong");
