@@ -389,10 +389,14 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   // The 32-token stream-K tile up to kSk32MaxTokens: past them its time over the model's grew to
   // 1.15-1.33x, 1.6-2.6x the fastest tile's, at 1287-3036 tokens on 8-12 row tiles (H100,
   // h100/tuning/tune_sparse24_narrow_weights.jsonl), where its rate (fitted on one column) had it
-  // the fastest.
-  if (with_workspace)
-    for (int t : {sparse24_detail::kStreamK128x32, sparse24_detail::kStreamK128x128})
-      if (M >= kSparse24Configs[t].tile_n && (t != sparse24_detail::kStreamK128x32 || M <= kSk32MaxTokens)) consider_one(t);
+  // the fastest. The 128-token one also below one column from 65 tokens, its rows past M charged in
+  // full: at 97 and 101 tokens on 9216 and 10240 x 8192 it took 0.83-0.96x the time of the 64x64 /
+  // 64x112 tiles the model took without it (H100, h100/tuning/tune_sparse24_sk32_charge.jsonl).
+  if (with_workspace) {
+    if (M <= kSk32MaxTokens && M >= kSparse24Configs[sparse24_detail::kStreamK128x32].tile_n)
+      consider_one(sparse24_detail::kStreamK128x32);
+    if (M > 64) consider_one(sparse24_detail::kStreamK128x128);
+  }
   // Two launches: a main launch on whole token columns (of `config`; where M is less than one of
   // them, e.g. 129..255 tokens on the 128x128 cluster pair, of a narrower tile of the mode), then
   // a tail launch on the rest. Each reads the whole weight, so this pays only where one launch
