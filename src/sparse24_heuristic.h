@@ -284,11 +284,11 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, i
 // the plan with the lowest modelled time among: `config` as it is; one launch of another
 // configuration whose token tile fits in M (the data-parallel tiles of the mode: their last column
 // is clamped inside M; given a workspace, the 32-token stream-K tile up to 512 tokens and the
-// 128-token one, from 65 tokens, its rows past M charged below one column) or, with promoted accumulation, of the
-// 128x192 and between tiles (kBetween, up to their max_columns) where one column holds M with at
-// most kSparse24FewOobRows rows past it, with fast accumulation of the fast 128x192 tile
-// (kFastWide); and a main launch on whole token columns (`config`, or where M is less than
-// one column a narrower tile of the mode) followed by a second launch on the last tokens,
+// 128-token one from 65 tokens, its rows past M charged below one column) or, with promoted
+// accumulation, of the 128x192 and between tiles (kBetween, up to their max_columns) where one
+// column holds M with at most kSparse24FewOobRows rows past it, with fast accumulation of the fast
+// 128x192 tile (kFastWide); and a main launch on whole token columns (`config`, or where M is less
+// than one column a narrower tile of the mode) followed by a second launch on the last tokens,
 // overlapping the main launch's last rows instead of reading past M. Another plan must model at
 // least 3 % faster than `config` (10 % where `config` is the 128x192 tile, which the heuristic takes
 // where it measured faster: at 1280 x 8192, M = 8192, the model's 6 % for the 128x128 pair was a

@@ -120,9 +120,9 @@ TEST(Sparse24CostModel, OutOfBoundsRowsCostMoreThanValidOnes) {
       EXPECT_NE(kernels::sparse24_choose(M, 6144, 4096, -1, 0, false, kSms, true, p).config, sk32) << M;
     }
   }
-  // Below one column the 128-token stream-K tile is weighed with its rows past M (97-103 tokens on
-  // 10240 x 8192: 0.83-0.96x the 64-row tiles' time, H100), but not without a workspace, and not at
-  // 65-96 tokens there, where its 31-63 rows past M cost more than the 32-token tile's few.
+  // Below one column the 128-token stream-K tile is weighed with its rows past M (on 10240 x 8192
+  // at 97 and 101 tokens 0.83-0.96x the 64-row tiles' time, H100), but not without a workspace, and
+  // not at 65-96 tokens there, where its 32-63 rows past M cost more than the 32-token tile's few.
   const int sk128 = kernels::sparse24_detail::kStreamK128x128;
   for (kernels::Sparse24Profile p : {kernels::Sparse24Profile::kH200, kernels::Sparse24Profile::kH100}) {
     for (int64_t M : {97, 101, 103}) {
