@@ -32,6 +32,7 @@ bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count) {
 // tune_sparse24_between.jsonl).
 constexpr int64_t kSk128MinTokens = 104;
 constexpr int64_t kSk32MaxTokens = 512;  // sparse24_partial_column weighs the 32-token stream-K tile up to here
+constexpr int64_t kSk128MinModelTokens = 65;  // ... and the 128-token one from here (the band's first M)
 namespace {
 bool one_column_band(int64_t M_tokens, int64_t N_out, int sm_count, bool fast_accum) {
   return !fast_accum && M_tokens > 64 && M_tokens <= 112 && 2 * ((N_out + 63) / 64) >= 3 * int64_t{sm_count};
@@ -395,7 +396,7 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   if (with_workspace) {
     if (M <= kSk32MaxTokens && M >= kSparse24Configs[sparse24_detail::kStreamK128x32].tile_n)
       consider_one(sparse24_detail::kStreamK128x32);
-    if (M > 64) consider_one(sparse24_detail::kStreamK128x128);
+    if (M >= kSk128MinModelTokens) consider_one(sparse24_detail::kStreamK128x128);
   }
   // Two launches: a main launch on whole token columns (of `config`; where M is less than one of
   // them, e.g. 129..255 tokens on the 128x128 cluster pair, of a narrower tile of the mode), then
