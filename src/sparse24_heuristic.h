@@ -44,7 +44,10 @@ inline constexpr ClusterTwin kClusterTwins[] = {
 // the latter up to max_columns token columns (as far as they were measured; three columns on
 // weights of 72-96 128-row tiles at 280-336 tokens, tune_sparse24_subwave.jsonl; 0: the band only,
 // as for 64x80, which the model took on the 10240-row l3-70b.qkv at 67 and 74 tokens, 3-6 % slower
-// than the 64x32 and 128x32 stream-K tiles it had replaced).
+// than the 64x32 and 128x32 stream-K tiles it had replaced). 128x160 up to eight: on weights of
+// 48-80 row tiles at 900-1200 tokens it was the fastest promoted tile at 11 of 18 points, where the
+// two-column bound left the 128x128 pair or 128x192 at 1.06-1.20x its time, as its rate (0.92x
+// 128x192's per tile) and the waves say (h100/tuning/tune_sparse24_default_cluster_low.jsonl).
 inline constexpr int kPingpong64x80 = sparse24_named("64x80x256_c1x1_pingpong");
 inline constexpr int kPingpong64x96 = sparse24_named("64x96x256_c1x1_pingpong");
 inline constexpr int kPingpong64x112 = sparse24_named("64x112x256_c1x1_pingpong");
@@ -58,7 +61,7 @@ struct BetweenTile {
 };
 inline constexpr BetweenTile kBetween[] = {{tile("64x80x256_c1x1_pingpong"), 0},  {tile("64x96x256_c1x1_pingpong"), 3},
                                            {tile("64x112x256_c1x1_pingpong"), 3}, {tile("128x144x256_c1x1_coop"), 3},
-                                           {tile("128x160x256_c1x1_coop"), 2}};
+                                           {tile("128x160x256_c1x1_coop"), 8}};
 inline constexpr int kStreamK128x32 = sparse24_named("128x32x256_c1x1_coop_streamk");
 inline constexpr int kStreamK128x128 = sparse24_named("128x128x256_c1x1_coop_streamk");
 }  // namespace sparse24_detail

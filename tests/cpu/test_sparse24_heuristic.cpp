@@ -296,9 +296,12 @@ TEST(Sparse24Heuristic, OneColumnBandTo112Tokens) {
 // 128x128 pair computed 256 tokens there), 128x160 at 257-320 tokens (two clamped columns; the
 // 128x192 tile computed 384); 128x192 where its one column holds 161-191 tokens. Never in fast
 // accumulation from its threshold on, never beyond the columns they were measured on (three for
-// 64x96, 64x112 and 128x144, two for 128x160; 64x80 in the band only), never where one column would
-// read more than 31 rows past M. Data: tune_sparse24_between_tiles.jsonl,
-// tune_sparse24_between_tiles2.jsonl, tune_sparse24_subwave.jsonl.
+// 64x96, 64x112 and 128x144, eight for 128x160; 64x80 in the band only), never where one column would
+// read more than 31 rows past M. 128x160 over several columns where its waves are fewer or shorter:
+// 900 tokens on 56-64 row tiles (six columns in three waves, where the pair needs four), 1200 on 48
+// (eight columns in three waves, where the pair needs four). Data: tune_sparse24_between_tiles.jsonl,
+// tune_sparse24_between_tiles2.jsonl, tune_sparse24_subwave.jsonl,
+// h100/tuning/tune_sparse24_default_cluster_low.jsonl.
 TEST(Sparse24Heuristic, BetweenTilesUpToTheirMeasuredColumns) {
   const int c144 = sparse24_config_index("128x144x256_c1x1_coop");
   const int c160 = sparse24_config_index("128x160x256_c1x1_coop");
@@ -315,6 +318,9 @@ TEST(Sparse24Heuristic, BetweenTilesUpToTheirMeasuredColumns) {
       EXPECT_EQ(pick(279), c144) << N << ": two columns, 9 rows past M";
       EXPECT_EQ(pick(307), c160) << N;
     }
+    for (int64_t N : {7168, 8192})
+      EXPECT_EQ(kernels::sparse24_choose(900, N, 8192, -1, 0, false, kSms, ws).config, c160) << N << " M=900";
+    EXPECT_EQ(kernels::sparse24_choose(1200, 6144, 4096, -1, 0, false, kSms, ws).config, c160) << "6144 M=1200";
     // Weights of 1-1.5 waves of 128-row tiles at 279-338 tokens (l3-70b.qkv: 80 tiles): three
     // columns of a 64-row between tile or of 128x144 without a workspace
     // (tune_sparse24_subwave.jsonl); with one the 128x128 stream-K tile, whose last column loads
