@@ -368,6 +368,12 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
       consider_one(wide);
     const int sk = sparse24_detail::kStreamK128x128;
     if (with_workspace && !fast_accum && M >= kSparse24Configs[sk].tile_n) consider_one(sk);
+    // The between tiles as on partial columns: whole columns of the pick need not be fewer waves (on
+    // 56 row tiles at 1024 tokens 128x160 took 0.85x the 128x128 pair's time, seven columns in three
+    // waves against eight in four; h100/tuning/tune_sparse24_default_low.jsonl).
+    if (!fast_accum)
+      for (const sparse24_detail::BetweenTile& b : sparse24_detail::kBetween)
+        if (M + kSparse24FewOobRows >= b.t.tile_n && M <= b.max_columns * b.t.tile_n) consider_one(b.t.index);
     consider_fast_wide();
     return best;
   }

@@ -299,7 +299,8 @@ TEST(Sparse24Heuristic, OneColumnBandTo112Tokens) {
 // 64x96, 64x112 and 128x144, eight for 128x160; 64x80 in the band only), never where one column would
 // read more than 31 rows past M. 128x160 over several columns where its waves are fewer or shorter:
 // 900 tokens on 56-64 row tiles (six columns in three waves, where the pair needs four), 1200 on 48
-// (eight columns in three waves, where the pair needs four). Data: tune_sparse24_between_tiles.jsonl,
+// (eight columns in three waves, where the pair needs four), 1024 on 56 (seven in three against eight
+// in four, on the pair's whole columns). Data: tune_sparse24_between_tiles.jsonl,
 // tune_sparse24_between_tiles2.jsonl, tune_sparse24_subwave.jsonl,
 // h100/tuning/tune_sparse24_default_cluster_low.jsonl.
 TEST(Sparse24Heuristic, BetweenTilesUpToTheirMeasuredColumns) {
@@ -321,6 +322,8 @@ TEST(Sparse24Heuristic, BetweenTilesUpToTheirMeasuredColumns) {
     for (int64_t N : {7168, 8192})
       EXPECT_EQ(kernels::sparse24_choose(900, N, 8192, -1, 0, false, kSms, ws).config, c160) << N << " M=900";
     EXPECT_EQ(kernels::sparse24_choose(1200, 6144, 4096, -1, 0, false, kSms, ws).config, c160) << "6144 M=1200";
+    // On the 128x128 pair's whole columns too: 1024 tokens on 56 row tiles.
+    EXPECT_EQ(kernels::sparse24_choose(1024, 7168, 8192, -1, 0, false, kSms, ws).config, c160) << "7168 M=1024";
     // Weights of 1-1.5 waves of 128-row tiles at 279-338 tokens (l3-70b.qkv: 80 tiles): three
     // columns of a 64-row between tile or of 128x144 without a workspace
     // (tune_sparse24_subwave.jsonl); with one the 128x128 stream-K tile, whose last column loads
