@@ -484,6 +484,14 @@ TEST(Sparse24CostModel, StreamKOnNarrowWholeColumns) {
   EXPECT_NE(kernels::sparse24_choose(3072, 1280, 8192, -1, 0, true, kSms, true).config, sk);
   for (int64_t M : {2048, 4096, 6144})
     EXPECT_EQ(kernels::sparse24_choose(M, 1280, 8192, -1, 0, false, kSms, true).config, wide) << M;
+  // The other way round: where the heuristic takes the stream-K tile for a short last wave (2560
+  // rows at 2048 and 2560 tokens: 320 and 400 tiles of 128), the model weighs 128x192 against it
+  // (0.73x and 0.84x its time, H100, h100/tuning/tune_sparse24_sk_waves.jsonl).
+  for (kernels::Sparse24Profile p : {kernels::Sparse24Profile::kH200, kernels::Sparse24Profile::kH100})
+    for (int64_t M : {2048, 2560}) {
+      ASSERT_EQ(kernels::sparse24_heuristic(M, 2560, 5120, kSms, false, true), sk) << M;
+      EXPECT_EQ(kernels::sparse24_choose(M, 2560, 5120, -1, 0, false, kSms, true, p).config, wide) << M;
+    }
   // Elsewhere on the test's weights (whole 256-token columns of 2048 rows or more, or fast
   // accumulation) the stream-K tile runs only where the heuristic itself takes it.
   for (const Shape& s : kShapes)
