@@ -360,8 +360,9 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
     // that measured it the faster there (Sparse24CardTraits::wide_on_whole_columns); and, given a
     // workspace, with promoted accumulation, the 128-token stream-K tile: on weights under 2048 rows
     // the 128x192 tile of sparse24_narrow_wide_tile leaves a last wave of a few tiles at some whole
-    // columns (1280 x 8192 at 3072 tokens: 160 tiles), where stream-K spreads it. In fast
-    // accumulation the fast 128x192 tile, whose 192-token columns need no cluster padding.
+    // columns (1280 x 8192 at 3072 tokens: 160 tiles), where stream-K spreads it (and the other way
+    // round below). The between tiles, as on partial columns. In fast accumulation the fast 128x192
+    // tile, whose 192-token columns need no cluster padding.
     const int wide = sparse24_detail::kWide.index;
     if (sparse24_card_traits(profile).wide_on_whole_columns && config == sparse24_detail::kDefault[3].index &&
         M < 8192)
