@@ -353,6 +353,13 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
     if (!narrow_weight && (M > kSparse24FastWideMaxColumns * tn || row_tiles > 3 * int64_t{sm_count})) return;
     if (sparse24_model_us(t, M, N, K, sm_count, profile) < (narrow_weight ? 0.95 : 0.86) * best_us) consider_one(t);
   };
+  // The between tiles (promoted accumulation) where one column holds M with at most
+  // kSparse24FewOobRows rows past it, up to their max_columns columns, as far as they were measured.
+  const auto consider_between = [&] {
+    if (fast_accum) return;
+    for (const sparse24_detail::BetweenTile& b : sparse24_detail::kBetween)
+      if (M + kSparse24FewOobRows >= b.t.tile_n && M <= b.max_columns * b.t.tile_n) consider_one(b.t.index);
+  };
   if (M % token_column(config) == 0) {
     // Whole token columns (the grid points the heuristic was tuned on): a few plans only, until the
     // model is refitted with the tile orders (docs/experiments/pending.md 0). The 128x192 tile for
@@ -378,9 +385,7 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
     // The between tiles as on partial columns: whole columns of the pick need not be fewer waves (on
     // 56 row tiles at 1024 tokens 128x160 took 0.85x the 128x128 pair's time, seven columns in three
     // waves against eight in four; h100/tuning/tune_sparse24_default_low.jsonl).
-    if (!fast_accum)
-      for (const sparse24_detail::BetweenTile& b : sparse24_detail::kBetween)
-        if (M + kSparse24FewOobRows >= b.t.tile_n && M <= b.max_columns * b.t.tile_n) consider_one(b.t.index);
+    consider_between();
     consider_fast_wide();
     return best;
   }
@@ -395,11 +400,8 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   // with at most kSparse24FewOobRows rows past it; the between tiles only up to max_columns
   // columns, as far as they were measured (tuning/tune_sparse24_between_tiles*.jsonl).
   consider_fast_wide();
-  if (!fast_accum) {
-    if (M + kSparse24FewOobRows >= sparse24_detail::kWide.tile_n) consider_one(sparse24_detail::kWide.index);
-    for (const sparse24_detail::BetweenTile& b : sparse24_detail::kBetween)
-      if (M + kSparse24FewOobRows >= b.t.tile_n && M <= b.max_columns * b.t.tile_n) consider_one(b.t.index);
-  }
+  if (!fast_accum && M + kSparse24FewOobRows >= sparse24_detail::kWide.tile_n) consider_one(sparse24_detail::kWide.index);
+  consider_between();
   // The 32-token stream-K tile up to kSk32MaxTokens: past them its time over the model's grew to
   // 1.15-1.33x, 1.6-2.6x the fastest tile's, at 1287-3036 tokens on 8-12 row tiles (H100,
   // h100/tuning/tune_sparse24_narrow_weights.jsonl), where its rate (fitted on one column) had it
