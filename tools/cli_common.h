@@ -128,5 +128,6 @@ inline bool parse_config_list(const std::string& v, int count, const std::functi
 
 int run_verify(int argc, char** argv);
 int run_tune(int argc, char** argv);
+int run_plan(int argc, char** argv);
 
 }  // namespace qsgemm::cli

@@ -1,4 +1,4 @@
-// qsgemm — command-line front end: info / verify / bench / tune.
+// qsgemm — command-line front end: info / verify / bench / tune / plan.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -21,6 +21,7 @@ const char* kUsage =
     "           against it (exit code 0 only when all checks pass)\n"
     "  bench    time the kernels against cuBLASLt / cuSPARSELt / cuBLAS in the same run, write JSON\n"
     "  tune     time every kernel configuration on one shape and print the winner\n"
+    "  plan     the configuration the heuristic picks for a shape (CPU only, either card's profile)\n"
     "\n"
     "'qsgemm <command> --help' describes each command's options.\n";
 
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
     if (cmd == "verify") return qsgemm::cli::run_verify(argc - 2, argv + 2);
     if (cmd == "bench") return qsgemm::bench::bench_main(argc - 2, argv + 2);
     if (cmd == "tune") return qsgemm::cli::run_tune(argc - 2, argv + 2);
+    if (cmd == "plan") return qsgemm::cli::run_plan(argc - 2, argv + 2);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qsgemm %s: %s\n", cmd.c_str(), e.what());
     return 1;

@@ -1,0 +1,105 @@
+// `qsgemm plan`: what the 2:4 sparse heuristic runs for a shape, without a GPU. For users (which
+// kernel serves my layer at this token count?) and for replaying the committed tuning probes through
+// the current heuristic (scripts/replay_regret.py), on either card's profile.
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "cli_common.h"
+#include "linear_common.h"
+#include "qsgemm/device.h"
+#include "sparse24_heuristic.h"
+
+namespace qsgemm::cli {
+
+namespace {
+
+const char* kPlanUsage =
+    "usage: qsgemm plan sparse24 --m M --n N --k K [--fast-accum] [--no-workspace] [--card h100|h200]\n"
+    "                            [--sms S]\n"
+    "       qsgemm plan sparse24 --stdin [--fast-accum] [--no-workspace] [--card h100|h200] [--sms S]\n\n"
+    "Prints the plan sparse24_linear runs for Y[M,N] = X[M,K]·W[N,K]ᵀ (M tokens, N output channels),\n"
+    "computed on the CPU, one line per shape:\n"
+    "  M N K config split tail_config tail_rows model_us\n"
+    "config and tail_config are configuration names (tail_config '-' and tail_rows 0 without a tail\n"
+    "launch); model_us is the cost model's time of the plan (src/sparse24_heuristic.h: a model for\n"
+    "choosing between plans, 15 % RMS, not a prediction to quote).\n"
+    "--fast-accum plans a fast-accumulation request; --no-workspace a call without a workspace (no\n"
+    "stream-K, no split-K). --card picks the heuristic's card profile (default: the current GPU's by\n"
+    "its DRAM bandwidth, the H200's without a GPU); --sms the SM count (default: the current GPU's, 132\n"
+    "without one). --stdin reads 'M N K' lines instead of --m/--n/--k (scripts/replay_regret.py).\n";
+
+struct PlanArgs {
+  bool fast_accum = false;
+  bool with_workspace = true;
+  kernels::Sparse24Profile profile = kernels::Sparse24Profile::kH200;
+  int sm_count = 132;
+};
+
+std::string plan_line(int64_t M, int64_t N, int64_t K, const PlanArgs& a) {
+  if (M < 1 || N < 1 || K < 1)
+    throw std::invalid_argument("M, N and K must be >= 1; got M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                                " K=" + std::to_string(K));
+  const kernels::Sparse24Choice c =
+      kernels::sparse24_choose(M, N, K, -1, 0, a.fast_accum, a.sm_count, a.with_workspace, a.profile);
+  const bool tail = c.tail_config >= 0;
+  // The plan's modelled time: one launch, or the main launch on its whole columns and the tail.
+  const double us = tail ? kernels::sparse24_model_us(c.config, c.main_rows, N, K, a.sm_count, a.profile) +
+                               kernels::sparse24_model_us(c.tail_config, c.tail_rows, N, K, a.sm_count, a.profile)
+                         : kernels::sparse24_model_us(c.config, M, N, K, a.sm_count, a.profile);
+  std::ostringstream o;
+  o << M << ' ' << N << ' ' << K << ' ' << kernels::kSparse24Configs[c.config].name << ' ' << c.split_k << ' '
+    << (tail ? kernels::kSparse24Configs[c.tail_config].name : "-") << ' ' << (tail ? c.tail_rows : 0) << ' ';
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", us);
+  o << buf;
+  return o.str();
+}
+
+}  // namespace
+
+int run_plan(int argc, char** argv) {
+  if (argc < 1 || has_flag(argc, argv, "--help")) {
+    std::fputs(kPlanUsage, stdout);
+    return argc < 1 ? 2 : 0;
+  }
+  if (std::string(argv[0]) != "sparse24") {
+    std::fprintf(stderr, "qsgemm plan: unknown family '%s' (sparse24)\n", argv[0]);
+    return 2;
+  }
+  PlanArgs a;
+  a.fast_accum = has_flag(argc, argv, "--fast-accum");
+  a.with_workspace = !has_flag(argc, argv, "--no-workspace");
+  const DeviceInfo d = device_info();
+  a.sm_count = static_cast<int>(arg_int(argc, argv, "--sms", d.present ? d.sm_count : 132, 1));
+  std::string card;
+  if (arg_value(argc, argv, "--card", &card)) {
+    if (card == "h100") a.profile = kernels::Sparse24Profile::kH100;
+    else if (card == "h200") a.profile = kernels::Sparse24Profile::kH200;
+    else throw std::invalid_argument("--card '" + card + "': expected h100 or h200");
+  } else if (d.present) {
+    a.profile = kernels::sparse24_profile(detail::device_dram_gbps(-1));
+  }
+  if (has_flag(argc, argv, "--stdin")) {
+    std::string line;
+    int64_t n_line = 0;
+    while (std::getline(std::cin, line)) {
+      ++n_line;
+      std::istringstream in(line);
+      std::string m, n, k, extra;
+      if (!(in >> m)) continue;  // a blank line
+      if (!(in >> n >> k) || (in >> extra))
+        throw std::invalid_argument("--stdin line " + std::to_string(n_line) + ": expected 'M N K', got '" + line + "'");
+      std::puts(plan_line(parse_int_arg("M", m, 1), parse_int_arg("N", n, 1), parse_int_arg("K", k, 1), a).c_str());
+    }
+    return 0;
+  }
+  const int64_t M = arg_int(argc, argv, "--m", 0, 1), N = arg_int(argc, argv, "--n", 0, 1),
+                K = arg_int(argc, argv, "--k", 0, 1);
+  if (M == 0 || N == 0 || K == 0) throw std::invalid_argument("--m, --n and --k are required (or --stdin)");
+  std::puts(plan_line(M, N, K, a).c_str());
+  return 0;
+}
+
+}  // namespace qsgemm::cli
