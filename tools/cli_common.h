@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "qsgemm/quant.h"
+
 namespace qsgemm::cli {
 
 // Finds "--name value" or "--name=value"; returns true and sets out when present.
@@ -124,6 +126,17 @@ inline bool parse_config_list(const std::string& v, int count, const std::functi
     }
   }
   return true;
+}
+
+// A scale granularity by its granularity_name (group_1x128, block_128x128, per_row); false for
+// anything else (per-tensor scales are not a blockwise pair).
+inline bool parse_granularity(const std::string& s, ScaleGranularity* g) {
+  for (ScaleGranularity c : {ScaleGranularity::kGroup1x128, ScaleGranularity::kBlock128x128, ScaleGranularity::kPerRow})
+    if (s == granularity_name(c)) {
+      *g = c;
+      return true;
+    }
+  return false;
 }
 
 int run_verify(int argc, char** argv);

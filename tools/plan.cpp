@@ -1,6 +1,6 @@
-// `qsgemm plan`: what the 2:4 sparse heuristic runs for a shape, without a GPU. For users (which
-// kernel serves my layer at this token count?) and for replaying the committed tuning probes through
-// the current heuristic (scripts/replay_regret.py), on either card's profile.
+// `qsgemm plan`: what the heuristics run for a shape, without a GPU. For users (which kernel serves
+// my layer at this token count?) and, for the 2:4 sparse family, for replaying the committed tuning
+// probes through the current heuristic (scripts/replay_regret.py) on either card's profile.
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -8,7 +8,9 @@
 
 #include "cli_common.h"
 #include "linear_common.h"
+#include "qsgemm/blockwise.h"
 #include "qsgemm/device.h"
+#include "qsgemm/w4a4.h"
 #include "sparse24_heuristic.h"
 
 namespace qsgemm::cli {
@@ -18,7 +20,9 @@ namespace {
 const char* kPlanUsage =
     "usage: qsgemm plan sparse24 --m M --n N --k K [--fast-accum] [--no-workspace] [--card h100|h200]\n"
     "                            [--sms S]\n"
-    "       qsgemm plan sparse24 --stdin [--fast-accum] [--no-workspace] [--card h100|h200] [--sms S]\n\n"
+    "       qsgemm plan sparse24 --stdin [--fast-accum] [--no-workspace] [--card h100|h200] [--sms S]\n"
+    "       qsgemm plan blockwise --m M --n N --k K [--gx G] [--gw G] [--sms S]\n"
+    "       qsgemm plan w4a4 --m L --n D --k D1 [--rank R] [--group 64|128] [--sms S]\n\n"
     "Prints the plan sparse24_linear runs for Y[M,N] = X[M,K]·W[N,K]ᵀ (M tokens, N output channels),\n"
     "computed on the CPU, one line per shape:\n"
     "  M N K config split tail_config tail_rows model_us\n"
@@ -28,7 +32,10 @@ const char* kPlanUsage =
     "--fast-accum plans a fast-accumulation request; --no-workspace a call without a workspace (no\n"
     "stream-K, no split-K). --card picks the heuristic's card profile (default: the current GPU's by\n"
     "its DRAM bandwidth, the H200's without a GPU); --sms the SM count (default: the current GPU's, 132\n"
-    "without one). --stdin reads 'M N K' lines instead of --m/--n/--k (scripts/replay_regret.py).\n";
+    "without one). --stdin reads 'M N K' lines instead of --m/--n/--k (scripts/replay_regret.py).\n"
+    "'plan blockwise' and 'plan w4a4' print the same line from blockwise_plan / w4a4_plan (model_us '-':\n"
+    "those heuristics have no cost model): --gx / --gw the scale granularities (group_1x128,\n"
+    "block_128x128, per_row; default group_1x128 x block_128x128); --rank (default 64), --group (64).\n";
 
 struct PlanArgs {
   bool fast_accum = false;
@@ -64,8 +71,9 @@ int run_plan(int argc, char** argv) {
     std::fputs(kPlanUsage, stdout);
     return argc < 1 ? 2 : 0;
   }
-  if (std::string(argv[0]) != "sparse24") {
-    std::fprintf(stderr, "qsgemm plan: unknown family '%s' (sparse24)\n", argv[0]);
+  const std::string family = argv[0];
+  if (family != "sparse24" && family != "blockwise" && family != "w4a4") {
+    std::fprintf(stderr, "qsgemm plan: unknown family '%s' (sparse24, blockwise, w4a4)\n", argv[0]);
     return 2;
   }
   PlanArgs a;
@@ -81,6 +89,8 @@ int run_plan(int argc, char** argv) {
   } else if (d.present) {
     a.profile = kernels::sparse24_profile(detail::device_dram_gbps(-1));
   }
+  if (has_flag(argc, argv, "--stdin") && family != "sparse24")
+    throw std::invalid_argument("--stdin: sparse24 only (scripts/replay_regret.py)");
   if (has_flag(argc, argv, "--stdin")) {
     std::string line;
     int64_t n_line = 0;
@@ -98,7 +108,29 @@ int run_plan(int argc, char** argv) {
   const int64_t M = arg_int(argc, argv, "--m", 0, 1), N = arg_int(argc, argv, "--n", 0, 1),
                 K = arg_int(argc, argv, "--k", 0, 1);
   if (M == 0 || N == 0 || K == 0) throw std::invalid_argument("--m, --n and --k are required (or --stdin)");
-  std::puts(plan_line(M, N, K, a).c_str());
+  if (family == "sparse24") {
+    std::puts(plan_line(M, N, K, a).c_str());
+    return 0;
+  }
+  LinearPlan p;
+  std::string name;
+  if (family == "blockwise") {
+    ScaleGranularity gx = ScaleGranularity::kGroup1x128, gw = ScaleGranularity::kBlock128x128;
+    std::string v;
+    if (arg_value(argc, argv, "--gx", &v) && !parse_granularity(v, &gx))
+      throw std::invalid_argument("--gx '" + v + "': expected group_1x128, block_128x128 or per_row");
+    if (arg_value(argc, argv, "--gw", &v) && !parse_granularity(v, &gw))
+      throw std::invalid_argument("--gw '" + v + "': expected block_128x128, group_1x128 or per_row");
+    p = blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, a.sm_count);
+    name = blockwise_config_name(p.config);
+  } else {
+    const int rank = static_cast<int>(arg_int(argc, argv, "--rank", 64, 1));
+    const int group = static_cast<int>(arg_int(argc, argv, "--group", 64, 1));
+    p = w4a4_plan(M, N, K, rank, W4A4Options{}, a.sm_count, group);
+    name = w4a4_config_name(p.config);
+  }
+  std::printf("%lld %lld %lld %s %d - 0 -\n", static_cast<long long>(M), static_cast<long long>(N),
+              static_cast<long long>(K), name.c_str(), p.split_k);
   return 0;
 }
 

@@ -22,15 +22,6 @@
 namespace qsgemm::cli {
 namespace {
 
-bool parse_granularity(const std::string& s, ScaleGranularity* g) {
-  for (ScaleGranularity c : {ScaleGranularity::kGroup1x128, ScaleGranularity::kBlock128x128, ScaleGranularity::kPerRow})
-    if (s == granularity_name(c)) {
-      *g = c;
-      return true;
-    }
-  return false;
-}
-
 // The options every tune family shares: --configs LIST (comma-separated names or indices: only
 // those) and
 // --interleave (time them in two rounds, forward then reverse order, and take the mean of the two
