@@ -21,7 +21,7 @@ const char* kUsage =
     "           against it (exit code 0 only when all checks pass)\n"
     "  bench    time the kernels against cuBLASLt / cuSPARSELt / cuBLAS in the same run, write JSON\n"
     "  tune     time every kernel configuration on one shape and print the winner\n"
-    "  plan     the configuration the heuristic picks for a shape (CPU only, either card's profile)\n"
+    "  plan     the plan the heuristics give a shape, on the CPU (sparse24 on either card's profile)\n"
     "\n"
     "'qsgemm <command> --help' describes each command's options.\n";
 
