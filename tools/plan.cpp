@@ -10,6 +10,7 @@
 #include "linear_common.h"
 #include "qsgemm/blockwise.h"
 #include "qsgemm/device.h"
+#include "qsgemm/sparse24.h"
 #include "qsgemm/w4a4.h"
 #include "sparse24_heuristic.h"
 
@@ -45,9 +46,11 @@ struct PlanArgs {
 };
 
 std::string plan_line(int64_t M, int64_t N, int64_t K, const PlanArgs& a) {
-  if (M < 1 || N < 1 || K < 1)
-    throw std::invalid_argument("M, N and K must be >= 1; got M=" + std::to_string(M) + " N=" + std::to_string(N) +
-                                " K=" + std::to_string(K));
+  // The library's own checks of the shape (qsgemm::Error naming the bad value, as sparse24_linear
+  // would throw); the plan itself on the requested card's profile, which sparse24_plan cannot take.
+  Sparse24Options opt;
+  opt.fast_accum = a.fast_accum;
+  (void)sparse24_plan(M, N, K, opt, a.sm_count);
   const kernels::Sparse24Choice c =
       kernels::sparse24_choose(M, N, K, -1, 0, a.fast_accum, a.sm_count, a.with_workspace, a.profile);
   const bool tail = c.tail_config >= 0;
