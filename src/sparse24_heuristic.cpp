@@ -214,15 +214,25 @@ double tile_rate(int config) {
 // even at 800-1000 (0.96-1.05x). The promoted row from 1153 tokens there: the seventh 192-token
 // column, which 1200 already has (0.93-1.00x) and 1000 not (1.01-1.06x); below, at 1170 tokens, the
 // 128x192 tile without the cluster took 1.05x the cluster row's time at 1287 (H100 sweep).
+// twin_rate_from: on weights of up to as many row tiles as SMs the fast 128x256 row is weighed from
+// here too, below min_tokens at its twin's rate (1.0) and never above its modelled time at
+// min_tokens (more tokens never model faster). At 600-768 tokens on 10240 x 8192 it took 0.89-0.98x
+// the pick's time where it needs fewer waves than the 1x2 pair (240 tiles of 128x256 in two waves,
+// the pair's padding to an even column count three), and 1.07-1.50x where it does not
+// (h100/tuning/tune_sparse24_fast_c2x1_low.jsonl); at 1536 and 1700 tokens on up to 112 row tiles
+// 0.96-1.06x the pair's time where both need the same waves. Held out on an H100 at 29 random
+// shapes of 1059-2014 tokens on 4096-16384 rows whose plan moved to it: 0.722-1.101x the old plan's
+// time, geomean 0.916x, slower at 7 (1.08-1.10x where it replaced the fast 128x192 tile at five and
+// six columns on 12800 rows; h100/tuning/tune_sparse24_fast_low_heldout.jsonl).
 struct ClusterRate {
   const char* name;
   double at_sms, slope, most;  // the rate where the row tiles equal the SMs, per doubling of them, its largest
-  int64_t min_tokens, min_tokens_many_rows;
+  int64_t min_tokens, min_tokens_many_rows, twin_rate_from;
 };
 constexpr ClusterRate kClusterRates[] = {
-    {"128x192x256_c2x1_coop", 1.00, 0.06, 1.04, 1200, 1153},
-    {"128x192x256_c2x1_coop_fastaccum", 0.93, 0.07, 0.95, 2048, 2048},
-    {"128x256x128_c2x1_coop_fastaccum", 0.92, 0.0, 0.92, 2048, 1200},
+    {"128x192x256_c2x1_coop", 1.00, 0.06, 1.04, 1200, 1153, 0},
+    {"128x192x256_c2x1_coop_fastaccum", 0.93, 0.07, 0.95, 2048, 2048, 0},
+    {"128x256x128_c2x1_coop_fastaccum", 0.92, 0.0, 0.92, 2048, 1200, 512},
 };
 
 int64_t token_column(int config) { return int64_t{kSparse24Configs[config].tile_n} * kSparse24Configs[config].cluster_n; }
@@ -235,11 +245,26 @@ const ClusterRate* cluster_rate_row(int config) {
 
 }  // namespace
 
+namespace {
+bool many_row_tiles(int config, int64_t N, int sm_count) {
+  return (N + kSparse24Configs[config].tile_m - 1) / kSparse24Configs[config].tile_m > sm_count;
+}
+// The tokens from which cluster row `r` (`config`) has its fitted rate on an N-row weight.
+int64_t fitted_rate_from(const ClusterRate& r, int config, int64_t N, int sm_count) {
+  return many_row_tiles(config, N, sm_count) ? r.min_tokens_many_rows : r.min_tokens;
+}
+// Whether the row runs at its twin's rate at `tokens` (ClusterRate::twin_rate_from; up to as many
+// row tiles as SMs, where the probe ran).
+bool at_twin_rate(const ClusterRate& r, int config, int64_t tokens, int64_t N, int sm_count) {
+  return r.twin_rate_from > 0 && !many_row_tiles(config, N, sm_count) && tokens < r.min_tokens;
+}
+}  // namespace
+
 bool sparse24_weighs_cluster_row(int config, int64_t M, int64_t N, int sm_count) {
   const ClusterRate* r = cluster_rate_row(config);
   if (r == nullptr) return false;
-  const bool many_rows = (N + kSparse24Configs[config].tile_m - 1) / kSparse24Configs[config].tile_m > sm_count;
-  return M >= (many_rows ? r->min_tokens_many_rows : r->min_tokens);
+  return at_twin_rate(*r, config, M, N, sm_count) ? M >= r->twin_rate_from
+                                                  : M >= fitted_rate_from(*r, config, N, sm_count);
 }
 
 double sparse24_cluster_rate(int config, int64_t N, int sm_count) {
@@ -289,14 +314,18 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N, int64_t K, int s
   const int rate_row = is_cluster_row(config) ? sparse24_cluster_twin(config) : config;
   if (rate_row == sparse24_detail::kWide.index && sparse24_tile_order(tokens, N, rate_row, profile).swizzle > 1)
     tile_us *= sparse24_card_traits(profile).wide_swizzled_rate;  // its rate was fitted in the default order
-  if (rate_row != config) tile_us *= sparse24_cluster_rate(config, N, sm_count);
+  const ClusterRate* cr = cluster_rate_row(config);
+  const bool twin_rate = cr != nullptr && at_twin_rate(*cr, config, tokens, N, sm_count);
+  if (rate_row != config && !twin_rate) tile_us *= sparse24_cluster_rate(config, N, sm_count);
   tile_us *= sparse24_pair_rate(config, tokens, N);
   const double waves = std::ceil(static_cast<double>(tiles_m * cols) / sm_count);
   const double oob_tiles = kSparse24OobRowCost * static_cast<double>(tiles_m) *
                            static_cast<double>(sparse24_oob_rows(config, tokens)) / c.tile_n;
   const double compute = (waves + oob_tiles / sm_count) * tile_us;
   const double bytes = 0.625 * static_cast<double>(N) * K + static_cast<double>(tokens) * K + 2.0 * tokens * N;
-  return kFixedUs + std::max(compute, bytes / kStreamBytesPerUs);
+  const double us = kFixedUs + std::max(compute, bytes / kStreamBytesPerUs);
+  // Below its fitted rate's tokens, never above its time there (more tokens never model faster).
+  return twin_rate ? std::min(us, sparse24_model_us(config, cr->min_tokens, N, K, sm_count, profile)) : us;
 }
 
 Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int config, bool fast_accum, bool with_workspace,
@@ -451,9 +480,41 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   return best;
 }
 
+namespace {
+
+// The modelled time of a one- or two-launch plan (split_k = 1).
+double choice_us(const Sparse24Choice& p, int64_t M, int64_t N, int64_t K, int sm_count, Sparse24Profile profile) {
+  if (p.tail_config < 0) return sparse24_model_us(p.config, M, N, K, sm_count, profile);
+  return sparse24_model_us(p.config, p.main_rows, N, K, sm_count, profile) +
+         sparse24_model_us(p.tail_config, p.tail_rows, N, K, sm_count, profile);
+}
+
+// Fast accumulation requested at kSparse24FastModelMinTokens..kSparse24FastMinTokens tokens: the
+// promoted plan `p` unless one launch of the fast 128x256 pair (or its 2x1 cluster twin where
+// sparse24_weighs_cluster_row weighs it) or the fast 128x192 tile models 3 % faster.
+Sparse24Choice fast_below_min(const Sparse24Choice& p, int64_t M, int64_t N, int64_t K, int sm_count,
+                              Sparse24Profile profile) {
+  Sparse24Choice best = p;
+  double best_us = 0.97 * choice_us(p, M, N, K, sm_count, profile);
+  const int pair = sparse24_detail::kFast[4].index;
+  const int twin = sparse24_cluster_twin(pair);
+  for (const int t : {pair, twin, sparse24_detail::kFastWide.index}) {
+    if (t == twin && !sparse24_weighs_cluster_row(t, M, N, sm_count)) continue;
+    const double us = sparse24_model_us(t, M, N, K, sm_count, profile);
+    if (us < best_us) {
+      best_us = us;
+      best = Sparse24Choice{t, 1, -1, 0, M};
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int split_k, bool fast_accum, int sm_count,
                                bool with_workspace, Sparse24Profile profile) {
   Sparse24Choice p;
+  const bool fast_requested = fast_accum;
   if (config < 0 && M < kSparse24FastMinTokens) fast_accum = false;  // the promoted plan (kSparse24FastMinTokens)
   // Stream-K only with a workspace, and not under a forced split.
   p.config = config >= 0 ? config : sparse24_heuristic(M, N, K, sm_count, fast_accum, with_workspace && split_k < 2);
@@ -472,6 +533,8 @@ Sparse24Choice sparse24_choose(int64_t M, int64_t N, int64_t K, int config, int 
   if (config < 0 && p.split_k == 1 && !one_column_band(M, N, sm_count, fast_accum) &&
       !sparse24_two_column_band(M, N, sm_count))
     p = sparse24_partial_column(M, N, K, p.config, fast_accum, with_workspace, sm_count, profile);
+  if (config < 0 && fast_requested && !fast_accum && M >= kSparse24FastModelMinTokens && p.split_k == 1)
+    p = fast_below_min(p, M, N, K, sm_count, profile);
   if (p.tail_config < 0) p.main_rows = M;
   return p;
 }

@@ -124,7 +124,15 @@ bool sparse24_two_narrow_columns(int64_t M_tokens, int64_t N_out, int sm_count);
 // on both sets, and no break of monotonicity at the switch (at 1024, the fast plans at 1024 tokens
 // ran 1.11-1.13x faster than the promoted ones at 768 on two layers). Data:
 // bench/results/h200/sparse24.json, tuning/sparse24_fast_threshold.json.
+// From kSparse24FastModelMinTokens the cost model weighs the promoted plan against one launch of the
+// fast 128x256 pair, its 2x1 cluster row (sparse24_weighs_cluster_row) and the fast 128x192 tile,
+// and takes the fastest if it models at least 3 % faster (sparse24_choose): where a fast tile needs
+// fewer waves. Held out on an H100 at 30 random shapes of 577-761 tokens on 4608-11008 rows whose
+// plan moved: the fast 128x256 cluster row took 0.856-0.955x the promoted plan's time (geomean
+// 0.908x; h100/tuning/tune_sparse24_fast_low_heldout.jsonl); at 512 tokens the fast pair took
+// 0.877-0.891x the promoted pair's on six weights (h100/tuning/tune_sparse24_fast_grid.jsonl).
 inline constexpr int64_t kSparse24FastMinTokens = 768;
+inline constexpr int64_t kSparse24FastModelMinTokens = 512;
 
 // The configuration for a problem. Tokens pick the tile first (the narrowest token tile wastes the
 // least at decode sizes; the 128-row cooperative tile wins past ~128 tokens, the fast 128x256 from
@@ -209,9 +217,12 @@ int sparse24_cluster_twin(int config);
 double sparse24_cluster_rate(int config, int64_t N_out, int sm_count);
 // Whether sparse24_partial_column weighs cluster row `config` at M tokens on an N-row weight: from
 // the tokens where it measured faster (per row, fewer on weights of more row tiles than SMs; the
-// constants and their data in src/sparse24_heuristic.cpp). Never below kSparse24ClusterMinTokens.
+// constants and their data in src/sparse24_heuristic.cpp). The fast 128x256 row, on weights of up
+// to as many row tiles as SMs, also from kSparse24FastModelMinTokens: below 2048 tokens at its
+// twin's rate (1), so that it wins where it needs fewer waves, and never above its modelled time
+// at 2048. Never below kSparse24ClusterMinTokens (the promoted rows from 1153).
 bool sparse24_weighs_cluster_row(int config, int64_t M_tokens, int64_t N_out, int sm_count);
-inline constexpr int64_t kSparse24ClusterMinTokens = 1153;
+inline constexpr int64_t kSparse24ClusterMinTokens = kSparse24FastModelMinTokens;
 
 // The 128x128 cluster pairs' time per wave as a share of their rate, by the weight's row tiles
 // (sparse24_model_us) from kSparse24PairNarrowMinTokens tokens: kSparse24PairNarrowRate on weights of

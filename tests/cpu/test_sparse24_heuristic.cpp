@@ -169,10 +169,13 @@ TEST(Sparse24CostModel, PartialColumnPlansKeepTheirRules) {
       for (int64_t M = 1; M <= 9000; M += (M < 64 ? 1 : 7)) {
         const Sparse24Choice p = kernels::sparse24_choose(M, s.N, s.K, -1, 0, fast, kSms, true);
         // A configuration of the mode (the decode kernel and the promoted stream-K rows serve both;
-        // fast requests below kSparse24FastMinTokens run the promoted plan).
+        // fast requests below kSparse24FastMinTokens run the promoted plan, or from
+        // kSparse24FastModelMinTokens one launch of a fast tile).
         const bool mode = fast && M >= kernels::kSparse24FastMinTokens;
+        const bool either = fast && M >= kernels::kSparse24FastModelMinTokens && !mode;
         const auto& r = kSparse24Configs[p.config];
-        if (!r.skinny() && !r.stream_k()) EXPECT_EQ(r.fast_accum, mode) << r.name << " M=" << M;
+        if (either && r.fast_accum) EXPECT_LT(p.tail_config, 0) << r.name << " M=" << M;
+        else if (!r.skinny() && !r.stream_k()) EXPECT_EQ(r.fast_accum, mode) << r.name << " M=" << M;
         if (p.tail_config < 0) {
           EXPECT_EQ(p.main_rows, M);
           continue;
@@ -353,29 +356,53 @@ TEST(Sparse24Heuristic, BetweenTilesUpToTheirMeasuredColumns) {
   }
 }
 
-// A fast-accumulation request below kSparse24FastMinTokens gets exactly the promoted plan (measured
-// as fast or faster there, and more accurate); from it on, a fast-accumulation tile. A forced
-// configuration is not touched.
-TEST(Sparse24Heuristic, FastAccumulationFromItsThresholdOnly) {
-  int fast_tiles = 0;
+// A fast-accumulation request below kSparse24FastModelMinTokens gets exactly the promoted plan
+// (measured as fast or faster there, and more accurate); from it to kSparse24FastMinTokens the
+// promoted plan or one launch of the fast 128x256 pair, its 2x1 cluster row or the fast 128x192
+// tile, modelled at least 3 % faster; from kSparse24FastMinTokens on, a fast-accumulation tile. A
+// forced configuration is not touched.
+TEST(Sparse24Heuristic, FastAccumulationFromItsThresholds) {
+  int fast_tiles = 0, fast_below = 0;
+  const int fast_pair = kernels::sparse24_detail::kFast[4].index;
+  const int fast_twin = kernels::sparse24_cluster_twin(fast_pair);
+  const int fast_wide = kernels::sparse24_detail::kFastWide.index;
   for (const Shape& s : kShapes)
     for (bool ws : {false, true})
       for (int64_t M = 1; M <= 4096; M += (M < 600 ? 1 : 37)) {
         const Sparse24Choice f = kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, ws);
         const Sparse24Choice d = kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, ws);
-        if (M < kernels::kSparse24FastMinTokens) {
+        if (M < kernels::kSparse24FastMinTokens)
           EXPECT_EQ(kernels::sparse24_heuristic(M, s.N, s.K, kSms, true, ws),
                     kernels::sparse24_heuristic(M, s.N, s.K, kSms, false, ws));
-          EXPECT_EQ(f.config, d.config) << s.N << "x" << s.K << " M=" << M;
-          EXPECT_EQ(f.split_k, d.split_k);
-          EXPECT_EQ(f.tail_config, d.tail_config);
-          EXPECT_EQ(f.tail_rows, d.tail_rows);
-          EXPECT_EQ(f.main_rows, d.main_rows);
+        const bool same = f.config == d.config && f.split_k == d.split_k && f.tail_config == d.tail_config &&
+                          f.tail_rows == d.tail_rows && f.main_rows == d.main_rows;
+        if (M < kernels::kSparse24FastModelMinTokens) {
+          EXPECT_TRUE(same) << s.N << "x" << s.K << " M=" << M;
+        } else if (M < kernels::kSparse24FastMinTokens) {
+          if (same) continue;
+          ++fast_below;
+          EXPECT_TRUE(f.config == fast_pair || f.config == fast_twin || f.config == fast_wide)
+              << kSparse24Configs[f.config].name << " " << s.N << "x" << s.K << " M=" << M;
+          EXPECT_EQ(f.split_k, 1);
+          EXPECT_LT(f.tail_config, 0);
+          EXPECT_EQ(f.main_rows, M);
+          double promoted = kernels::sparse24_model_us(d.config, d.main_rows, s.N, s.K, kSms);
+          if (d.tail_config >= 0) promoted += kernels::sparse24_model_us(d.tail_config, d.tail_rows, s.N, s.K, kSms);
+          EXPECT_LT(kernels::sparse24_model_us(f.config, M, s.N, s.K, kSms), 0.97 * promoted)
+              << s.N << "x" << s.K << " M=" << M;
         } else {
           fast_tiles += kSparse24Configs[f.config].fast_accum;
         }
       }
   EXPECT_GT(fast_tiles, 0) << "no fast-accumulation tile from the threshold on";
+  EXPECT_GT(fast_below, 0) << "no fast plan between the two thresholds";
+  // Measured (H100, h100/tuning/tune_sparse24_fast_c2x1_low.jsonl, tune_sparse24_fast_grid.jsonl):
+  // the cluster row at 660 tokens on 10240 x 8192 (0.905x the promoted pair's time), the fast pair
+  // at 512 on 8192 x 8192 (0.891x).
+  for (auto p : {kernels::Sparse24Profile::kH100, kernels::Sparse24Profile::kH200}) {
+    EXPECT_EQ(kernels::sparse24_choose(660, 10240, 8192, -1, 0, true, kSms, true, p).config, fast_twin);
+    EXPECT_EQ(kernels::sparse24_choose(512, 8192, 8192, -1, 0, true, kSms, true, p).config, fast_pair);
+  }
   const int forced = sparse24_config_index("64x32x256_c1x1_pingpong_fastaccum");
   EXPECT_EQ(kernels::sparse24_choose(100, 28672, 4096, forced, 0, true, kSms, true).config, forced);
 }
@@ -611,11 +638,21 @@ TEST(Sparse24CostModel, ClusterRowsWhereTheWeightHasMoreRowTilesThanSms) {
                   kernels::Sparse24Unit::kCluster)
             << s.N << " M=" << M;
       }
-  // The fast 128x256 cluster row from 2048 tokens (at 1536 even with the pair on weights of up to 112
-  // row tiles), on weights of more row tiles than SMs from 1200 (0.84-0.93x the fast plan's time).
+  // The fast 128x256 cluster row at its fitted rate from 2048 tokens; on weights of up to as many
+  // row tiles as SMs from kSparse24FastModelMinTokens at its twin's rate, its modelled time never
+  // above its time at 2048 tokens; on weights of more row tiles than SMs from 1200 (0.84-0.93x the
+  // fast plan's time).
   const int fast256_c2 = sparse24_config_index("128x256x128_c2x1_coop_fastaccum");
-  EXPECT_FALSE(kernels::sparse24_weighs_cluster_row(fast256_c2, 2047, 8192, kSms));
+  EXPECT_FALSE(kernels::sparse24_weighs_cluster_row(fast256_c2, kernels::kSparse24FastModelMinTokens - 1, 8192, kSms));
+  EXPECT_TRUE(kernels::sparse24_weighs_cluster_row(fast256_c2, kernels::kSparse24FastModelMinTokens, 8192, kSms));
   EXPECT_TRUE(kernels::sparse24_weighs_cluster_row(fast256_c2, 2048, 8192, kSms));
+  for (const Shape& s : kShapes) {
+    if ((s.N + 127) / 128 > kSms) continue;
+    for (int64_t m = kernels::kSparse24FastModelMinTokens; m <= 2304; ++m)
+      EXPECT_LE(kernels::sparse24_model_us(fast256_c2, m, s.N, s.K, kSms),
+                kernels::sparse24_model_us(fast256_c2, m + 1, s.N, s.K, kSms))
+          << s.N << "x" << s.K << " M=" << m;
+  }
   EXPECT_TRUE(kernels::sparse24_weighs_cluster_row(fast256_c2, 1200, 57344, kSms));
   EXPECT_FALSE(kernels::sparse24_weighs_cluster_row(fast256_c2, 1199, 57344, kSms));
   // The promoted row from the seventh 192-token column on weights of more row tiles than SMs.
@@ -624,7 +661,8 @@ TEST(Sparse24CostModel, ClusterRowsWhereTheWeightHasMoreRowTilesThanSms) {
   EXPECT_FALSE(kernels::sparse24_weighs_cluster_row(wide_c2x1, 1152, 57344, kSms));
   EXPECT_FALSE(kernels::sparse24_weighs_cluster_row(wide_c2x1, 1153, 8192, kSms));
   EXPECT_FALSE(kernels::sparse24_weighs_cluster_row(wide, 4096, 57344, kSms));  // not a cluster row
-  // No plan weighs a cluster row below kSparse24ClusterMinTokens (1153; at 800-1000 tokens the rows
+  // No plan weighs a cluster row below kSparse24ClusterMinTokens (the fast 128x256 row from 512
+  // tokens on up to as many row tiles as SMs; the others from 1153, at 800-1000 tokens the rows
   // were even with their twins, 0.96-1.05x).
   for (const Shape& s : kShapes)
     for (int64_t M = 1; M < kernels::kSparse24ClusterMinTokens; M += M < 256 ? 7 : 61)
