@@ -406,11 +406,12 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
     const int sk = sparse24_detail::kStreamK128x128;
     if (with_workspace && !fast_accum && M >= kSparse24Configs[sk].tile_n) consider_one(sk);
     // Where sparse24_heuristic_stream_k took that tile for a short last wave (2048-3584 rows from
-    // 2048 tokens), the 128x192 tile too: it took 0.64-0.97x the stream-K tile's time at most points
-    // of 2048-3500 tokens on 2560-4608 rows on an H100 (h100/tuning/tune_sparse24_sk_waves.jsonl,
-    // tune_sparse24_regret.jsonl), 0.89-0.91x at 2048 tokens on 4096 rows on an H200
-    // (tune_sparse24_interleaved.jsonl).
-    if (!fast_accum && config == sk) consider_one(wide);
+    // 2048 tokens), the 128x192 tile of the mode too: the promoted one took 0.64-0.97x the stream-K
+    // tile's time at most points of 2048-3500 tokens on 2560-4608 rows on an H100
+    // (h100/tuning/tune_sparse24_sk_waves.jsonl, tune_sparse24_regret.jsonl), 0.89-0.91x at 2048
+    // tokens on 4096 rows on an H200 (tune_sparse24_interleaved.jsonl); the stream-K tile serves
+    // both modes, and the fast 128x192 tile took 0.95-0.97x the promoted one's time elsewhere.
+    if (config == sk) consider_one(fast_accum ? sparse24_detail::kFastWide.index : wide);
     // The between tiles as on partial columns: whole columns of the pick need not be fewer waves (on
     // 56 row tiles at 1024 tokens 128x160 took 0.85x the 128x128 pair's time, seven columns in three
     // waves against eight in four; h100/tuning/tune_sparse24_default_low.jsonl).

@@ -313,9 +313,10 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, i
 // {config, 1, -1, 0, M} where nothing pays. At an M that is a multiple of config's column (the grid
 // points the heuristic was tuned on) the model weighs a few plans only, with the margins above: given
 // a workspace with promoted accumulation, the 128-token stream-K tile; with promoted accumulation
-// the between tiles as on partial columns, and the 128x192 tile where `config` is that stream-K
-// tile; with fast accumulation the fast 128x192 tile; and, for the 128x128 pair below 8192 tokens on
-// a card whose traits say so (wide_on_whole_columns: the H100 profile), the 128x192 tile.
+// the between tiles as on partial columns; the 128x192 tile of the mode where `config` is that
+// stream-K tile; with fast accumulation the fast 128x192 tile; and, for the 128x128 pair below
+// 8192 tokens on a card whose traits say so (wide_on_whole_columns: the H100 profile), the 128x192
+// tile.
 Sparse24Choice sparse24_partial_column(int64_t M_tokens, int64_t N_out, int64_t K, int config, bool fast_accum,
                                        bool with_workspace, int sm_count,
                                        Sparse24Profile profile = Sparse24Profile::kH200);
