@@ -189,8 +189,9 @@ constexpr Sparse24CardTraits sparse24_card_traits(Sparse24Profile profile) {
 }
 
 // CUTLASS's persistent tile scheduler order for `config`: bands of 4 tiles rastered along the weight
-// rows on weights of at least 2048 rows, from 4096 tokens (the 128x192 tile from its card traits'
-// wide_swizzle_min_tokens); CUTLASS's default elsewhere, where the swizzle measured slower
+// rows on weights of at least 2048 rows, from 4096 tokens (the promoted and fast 128x192 tiles from
+// their card traits' wide_swizzle_min_tokens; the fast one on an H100 at 2048-4000 tokens took
+// 0.70-0.89x its time in the default order, h100/tuning/tune_sparse24_fast192_order_*.jsonl); CUTLASS's default elsewhere, where the swizzle measured slower
 // (256-1024 tokens on 128x128 up to 3x, the 1280-row shard 7-25 %). Data: tune_tile_order.txt; the
 // 128x192 tile at 2300-3800 tokens: h100/tuning/tune_sparse24_order_*.jsonl (0.72-0.94x the
 // default order's time on eight weights; the 128x128 cluster pair 1.13-1.21x at 2300 tokens).

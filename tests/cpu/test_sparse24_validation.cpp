@@ -226,13 +226,18 @@ TEST(Sparse24Heuristic, NarrowLayersStepDownToFillTheGpu) {
 TEST(Sparse24Heuristic, TileOrder) {
   using kernels::Sparse24Profile;
   const int wide = kernels::sparse24_detail::kWide.index;
+  const int fast_wide = kernels::sparse24_detail::kFastWide.index;
   for (const Sparse24Profile profile : {Sparse24Profile::kH200, Sparse24Profile::kH100})
     for (const int config : {kernels::sparse24_row("128x128x256_c1x2_coop"),
                              kernels::sparse24_row("64x128x256_c1x1_pingpong"),
-                             kernels::sparse24_row("128x256x128_c1x2_coop_fastaccum"), wide}) {
-      // The 128x192 tile from kSparse24WideSwizzleMinTokens on the H100 profile only.
-      const int64_t first =
-          config == wide && profile == Sparse24Profile::kH100 ? kernels::kSparse24WideSwizzleMinTokens : 4096;
+                             kernels::sparse24_row("128x256x128_c1x2_coop_fastaccum"), wide, fast_wide,
+                             kernels::sparse24_row("128x192x256_c2x1_coop"),
+                             kernels::sparse24_row("128x192x256_c2x1_coop_fastaccum")}) {
+      // The 128x192 tiles (not their cluster rows) from kSparse24WideSwizzleMinTokens on the H100
+      // profile only.
+      const int64_t first = (config == wide || config == fast_wide) && profile == Sparse24Profile::kH100
+                                ? kernels::kSparse24WideSwizzleMinTokens
+                                : 4096;
       const auto order = [&](int64_t m, int64_t n) { return kernels::sparse24_tile_order(m, n, config, profile); };
       for (int64_t n : {2048, 8192, 57344}) {
         for (int64_t m : {int64_t{1}, int64_t{256}, int64_t{1024}, first - 1}) {
