@@ -108,8 +108,9 @@ struct Sparse24Options : LinearOptions {
   // false (default): partial sums are promoted to float32 every 256 of K, the accuracy the tests
   // hold to. true: FP8 fast accumulation in the tensor core over the whole K — faster from 768
   // tokens, with the larger error measured in docs/performance.md. Opt-in only. It permits, not
-  // requires, the cheaper sums: with config = -1 and M < 768 the promoted plan runs (it measured as
-  // fast or faster there), as do the decode kernel and the stream-K configurations where chosen.
+  // requires, the cheaper sums: with config = -1 and M < 512 the promoted plan runs (it measured as
+  // fast or faster there), at 512-767 tokens the promoted plan unless a fast one models faster
+  // (src/sparse24_heuristic.h), and the decode kernel and the stream-K configurations where chosen.
   bool fast_accum = false;
   // Tuning: a last token column that runs past M loads X's whole TMA box, the rows past M included
   // (what the library did before it loaded only the column's rows), for same-run comparisons

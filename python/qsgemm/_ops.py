@@ -242,7 +242,8 @@ def sparse24_linear(
     x float8_e4m3fn [M, K] contiguous; x_scale float32 [M] (per token) or [1]; values/meta/w_scale
     from sparse24_compress; bias None or [N] (float32 or the output dtype); out_dtype bfloat16
     (default), float16 or float32. fast_accum: allow FP8 fast accumulation (faster from 768 tokens,
-    larger error; below, the promoted kernels run)."""
+    larger error; below 512, and at 512-767 where no fast kernel models faster, the promoted kernels
+    run)."""
     # Trailing defaults are left out: every argument torch.ops parses is host time on the hot path.
     if fast_accum:
         return _call(_sl, x, x_scale, values, meta, w_scale, bias, _out_dtype(out_dtype), True)

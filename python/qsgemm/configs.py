@@ -55,7 +55,8 @@ class Sparse24Fp8Config(_ConfigBase):
       already 2:4 (others are skipped and listed).
     scale: ``"per_channel"`` (a float32 scale per output row) or ``"per_tensor"``.
     fast_accum: allow the kernel's FP8 fast accumulation (faster from 768 tokens, less accurate at
-      large K); below 768 tokens the promoted kernels run, which measured as fast or faster there.
+      large K); below 512 tokens the promoted kernels run, which measured as fast or faster there
+      (at 512-767 where no fast kernel models faster).
     """
 
     prune: str = "magnitude"
