@@ -191,8 +191,9 @@ constexpr Sparse24CardTraits sparse24_card_traits(Sparse24Profile profile) {
 // CUTLASS's persistent tile scheduler order for `config`: bands of 4 tiles rastered along the weight
 // rows on weights of at least 2048 rows, from 4096 tokens (the promoted and fast 128x192 tiles from
 // their card traits' wide_swizzle_min_tokens; the fast one on an H100 at 2048-4000 tokens took
-// 0.70-0.89x its time in the default order, h100/tuning/tune_sparse24_fast192_order_*.jsonl); CUTLASS's default elsewhere, where the swizzle measured slower
-// (256-1024 tokens on 128x128 up to 3x, the 1280-row shard 7-25 %). Data: tune_tile_order.txt; the
+// 0.70-0.89x its time in the default order, h100/tuning/tune_sparse24_fast192_order_*.jsonl);
+// CUTLASS's default elsewhere, where the swizzle measured slower (256-1024 tokens on 128x128 up to
+// 3x, the 1280-row shard 7-25 %). Data: tune_tile_order.txt; the
 // 128x192 tile at 2300-3800 tokens: h100/tuning/tune_sparse24_order_*.jsonl (0.72-0.94x the
 // default order's time on eight weights; the 128x128 cluster pair 1.13-1.21x at 2300 tokens).
 TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config,
@@ -287,11 +288,13 @@ int64_t sparse24_main_rows(int config, int64_t tokens);
 // The modelled time (microseconds) of one launch of data-parallel or stream-K `config` on `tokens`
 // tokens of an N x K weight: a fixed cost per call plus the larger of the tile waves (each wave one
 // tile time, linear in K, a rate per configuration; the 128x192 tile's scaled by its card traits'
-// wide_swizzled_rate where it runs swizzled; a cluster row's its twin's times sparse24_cluster_rate;
-// the 128x128 pairs' times sparse24_pair_rate) with the out-of-bounds rows added at
-// kSparse24OobRowCost, and the bytes every launch moves (the whole compressed weight, X and Y) at
-// the H200's streaming rate. A model for choosing between plans, not a prediction to quote: 15 %
-// RMS error on the points it was fitted on (the constants in src/sparse24_heuristic.cpp).
+// wide_swizzled_rate where it runs swizzled; a cluster row's its twin's times sparse24_cluster_rate,
+// the fast 128x256 row's below 2048 tokens on up to as many row tiles as SMs its twin's, the whole
+// time never above its time at 2048 (sparse24_weighs_cluster_row); the 128x128 pairs' times
+// sparse24_pair_rate) with the out-of-bounds rows added at kSparse24OobRowCost, and the bytes
+// every launch moves (the whole compressed weight, X and Y) at the H200's streaming rate. A model
+// for choosing between plans, not a prediction to quote: 15 % RMS error on the points it was
+// fitted on (the constants in src/sparse24_heuristic.cpp).
 double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, int sm_count,
                          Sparse24Profile profile = Sparse24Profile::kH200);
 

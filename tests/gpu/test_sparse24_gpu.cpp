@@ -562,7 +562,8 @@ TEST(Sparse24Gpu, LinearWideTokenTileByHeuristic) {
   LinearSpec swizzled{4100, DType::kBF16, DType::kF32, false, 9};
   check_linear(w2, swizzled, rng);
   // Its fast-accumulation twin follows the same card rule: 2500 tokens, swizzled on an H100.
-  LinearSpec fast_swizzled{2500, DType::kBF16, DType::kF32, false, sparse24_config_index("128x192x256_c1x1_coop_fastaccum")};
+  LinearSpec fast_swizzled{2500, DType::kBF16, DType::kF32, false,
+                           sparse24_config_index("128x192x256_c1x1_coop_fastaccum")};
   fast_swizzled.fast_accum = true;
   check_linear(w2, fast_swizzled, rng);
   // The card profile (Sparse24Profile in src/sparse24_heuristic.h), read from the device's DRAM
