@@ -228,15 +228,19 @@ double tile_rate(int config) {
 // shapes of 1059-2014 tokens on 4096-16384 rows whose plan moved to it: 0.722-1.101x the old plan's
 // time, geomean 0.916x, slower at 7 (1.08-1.10x where it replaced the fast 128x192 tile at five and
 // six columns on 12800 rows; h100/tuning/tune_sparse24_fast_low_heldout.jsonl).
+// most_from_rows: the fewest row tiles on which `most` caps the rate (below, the fitted line alone).
+// The fast 128x192 row on 10-16 row tiles took 1.03-1.10x its twin's time at 11 of 11 points of
+// 2048-12348 tokens (h100/tuning/tune_sparse24_fast_sk_heldout.jsonl, tune_sparse24_fast192_rates.jsonl),
+// where the cap had it 5 % faster; on 18-28 row tiles 0.78-1.29x (not one rate).
 struct ClusterRate {
   const char* name;
   double at_sms, slope, most;  // the rate where the row tiles equal the SMs, per doubling of them, its largest
-  int64_t min_tokens, min_tokens_many_rows, twin_rate_from;
+  int64_t min_tokens, min_tokens_many_rows, twin_rate_from, most_from_rows;
 };
 constexpr ClusterRate kClusterRates[] = {
-    {"128x192x256_c2x1_coop", 1.00, 0.06, 1.04, 1200, 1153, 0},
-    {"128x192x256_c2x1_coop_fastaccum", 0.93, 0.07, 0.95, 2048, 2048, 0},
-    {"128x256x128_c2x1_coop_fastaccum", 0.92, 0.0, 0.92, 2048, 1200, 512},
+    {"128x192x256_c2x1_coop", 1.00, 0.06, 1.04, 1200, 1153, 0, 0},
+    {"128x192x256_c2x1_coop_fastaccum", 0.93, 0.07, 0.95, 2048, 2048, 0, 17},
+    {"128x256x128_c2x1_coop_fastaccum", 0.92, 0.0, 0.92, 2048, 1200, 512, 0},
 };
 
 int64_t token_column(int config) { return int64_t{kSparse24Configs[config].tile_n} * kSparse24Configs[config].cluster_n; }
@@ -274,8 +278,9 @@ bool sparse24_weighs_cluster_row(int config, int64_t M, int64_t N, int sm_count)
 double sparse24_cluster_rate(int config, int64_t N, int sm_count) {
   const ClusterRate* r = cluster_rate_row(config);
   if (r == nullptr) return 1.0;
-  const double row_tiles = static_cast<double>((N + kSparse24Configs[config].tile_m - 1) / kSparse24Configs[config].tile_m);
-  return std::min(r->most, r->at_sms - r->slope * std::log2(row_tiles / sm_count));
+  const int64_t tiles = (N + kSparse24Configs[config].tile_m - 1) / kSparse24Configs[config].tile_m;
+  const double line = r->at_sms - r->slope * std::log2(static_cast<double>(tiles) / sm_count);
+  return tiles >= r->most_from_rows ? std::min(r->most, line) : line;
 }
 
 double sparse24_pair_rate(int config, int64_t tokens, int64_t N) {
