@@ -617,6 +617,12 @@ TEST(Sparse24CostModel, ClusterRowsWhereTheWeightHasMoreRowTilesThanSms) {
   // The promoted 128x192 cluster row models no faster than its twin up to as many row tiles as SMs
   // (measured 1.00-1.06x its time on 64-112 row tiles): no promoted plan holds a cluster row there.
   EXPECT_GE(kernels::sparse24_cluster_rate(wide_c2, 128 * kSms, kSms), 1.0);
+  // The fast 128x192 cluster row models slower than its twin on up to 16 row tiles (measured
+  // 1.03-1.10x its time there), capped at 0.95 from 17.
+  const int fast_wide_c2 = kernels::sparse24_cluster_twin(kernels::sparse24_detail::kFastWide.index);
+  for (int64_t rows = 1; rows <= 16; ++rows)
+    EXPECT_GT(kernels::sparse24_cluster_rate(fast_wide_c2, 128 * rows, kSms), 1.0) << rows;
+  EXPECT_DOUBLE_EQ(kernels::sparse24_cluster_rate(fast_wide_c2, 128 * 17, kSms), 0.95);
   using kernels::Sparse24Profile;
   for (const Shape& s : kShapes) {
     if ((s.N + 127) / 128 > kSms) continue;
