@@ -230,10 +230,11 @@ double tile_rate(int config) {
 // six columns on 12800 rows; h100/tuning/tune_sparse24_fast_low_heldout.jsonl).
 // most_from_rows: the fewest row tiles on which `most` caps the rate (below, the fitted line alone).
 // The fast 128x192 row on 10-16 row tiles took 1.03-1.10x its twin's time at 11 of 11 points of
-// 2048-12348 tokens (h100/tuning/tune_sparse24_fast_sk_heldout.jsonl, tune_sparse24_fast192_rates.jsonl),
-// where the cap had it 5 % faster; on 18-28 row tiles 0.78-1.29x (not one rate). Held out on an
-// H100 at 32 random shapes of 2095-6955 tokens on 8-16 row tiles whose plan moved to the fast
-// 128x192 tile: 0.817-0.976x the cluster row's time (h100/tuning/tune_sparse24_fast192_narrow_heldout.jsonl).
+// 2048-12348 tokens (h100/tuning/tune_sparse24_fast_sk_heldout.jsonl,
+// tune_sparse24_fast192_rates.jsonl), where the cap had it 5 % faster; on 18-28 row tiles
+// 0.78-1.29x (not one rate). Held out on an H100 at 32 random shapes of 2095-6955 tokens on 8-16 row
+// tiles whose plan moved to the fast 128x192 tile: 0.817-0.976x the cluster row's time
+// (h100/tuning/tune_sparse24_fast192_narrow_heldout.jsonl).
 struct ClusterRate {
   const char* name;
   double at_sms, slope, most;  // the rate where the row tiles equal the SMs, per doubling of them, its largest

@@ -214,8 +214,9 @@ int sparse24_cluster_twin(int config);
 // two CTAs of a cluster along the weight rows share (TMA multicast). Measured on an H100 (same run,
 // h100/tuning/tune_sparse24_cluster_*.jsonl, tune_sparse24_c2x1.jsonl): the promoted 128x192 cluster
 // row 1.00-1.06x its twin's time on weights of up to 112 row tiles, 0.90-0.96x on 216-448; the fast
-// rows faster on every weight measured from 2048 tokens (the constants and the fit in
-// src/sparse24_heuristic.cpp). Not yet measured on an H200 (the same L2 and SMs; faster DRAM).
+// rows faster on every weight measured from 2048 tokens, but the fast 128x192 row slower on 10-16
+// row tiles (the constants and the fit in src/sparse24_heuristic.cpp). Not yet measured on an H200
+// (the same L2 and SMs; faster DRAM).
 double sparse24_cluster_rate(int config, int64_t N_out, int sm_count);
 // Whether sparse24_partial_column weighs cluster row `config` at M tokens on an N-row weight: from
 // the tokens where it measured faster (per row, fewer on weights of more row tiles than SMs; the
