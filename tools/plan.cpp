@@ -1,10 +1,13 @@
 // `qsgemm plan`: what the heuristics run for a shape, without a GPU. For users (which kernel serves
 // my layer at this token count?) and, for the 2:4 sparse family, for replaying the committed tuning
 // probes through the current heuristic (scripts/replay_regret.py) on either card's profile.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli_common.h"
 #include "linear_common.h"
@@ -20,7 +23,7 @@ namespace {
 
 const char* kPlanUsage =
     "usage: qsgemm plan sparse24 --m M --n N --k K [--fast-accum] [--no-workspace] [--card h100|h200]\n"
-    "                            [--sms S]\n"
+    "                            [--sms S] [--models]\n"
     "       qsgemm plan sparse24 --stdin [--fast-accum] [--no-workspace] [--card h100|h200] [--sms S]\n"
     "       qsgemm plan blockwise --m M --n N --k K [--gx G] [--gw G] [--sms S]\n"
     "       qsgemm plan w4a4 --m L --n D --k D1 [--rank R] [--group 64|128] [--sms S]\n\n"
@@ -34,6 +37,9 @@ const char* kPlanUsage =
     "stream-K, no split-K). --card picks the heuristic's card profile (default: the current GPU's by\n"
     "its DRAM bandwidth, the H200's without a GPU); --sms the SM count (default: the current GPU's, 132\n"
     "without one). --stdin reads 'M N K' lines instead of --m/--n/--k (scripts/replay_regret.py).\n"
+    "--models (sparse24, one shape): then, fastest first, every configuration the model covers as\n"
+    "'  config model_us' for one launch on all M tokens (a cluster row the plan does not weigh at this\n"
+    "shape marked 'not weighed'), to see why the plan is what it is.\n"
     "'plan blockwise' and 'plan w4a4' print the same line from blockwise_plan / w4a4_plan (model_us '-':\n"
     "those heuristics have no cost model): --gx / --gw the scale granularities (group_1x128,\n"
     "block_128x128, per_row; default group_1x128 x block_128x128); --rank (default 64), --group (64).\n";
@@ -67,6 +73,21 @@ std::string plan_line(int64_t M, int64_t N, int64_t K, const PlanArgs& a) {
   return o.str();
 }
 
+// --models: every configuration with a modelled time (one launch on all M tokens), fastest first.
+void print_models(int64_t M, int64_t N, int64_t K, const PlanArgs& a) {
+  std::vector<std::pair<double, int>> rows;
+  for (int i = 0; i < kernels::kSparse24NumConfigs; ++i) {
+    const double us = kernels::sparse24_model_us(i, M, N, K, a.sm_count, a.profile);
+    if (us > 0) rows.emplace_back(us, i);
+  }
+  std::sort(rows.begin(), rows.end());
+  for (const auto& [us, i] : rows) {
+    const bool cluster = kernels::kSparse24Configs[i].unit == kernels::Sparse24Unit::kCluster;
+    std::printf("  %s %.2f%s\n", kernels::kSparse24Configs[i].name, us,
+                cluster && !kernels::sparse24_weighs_cluster_row(i, M, N, a.sm_count) ? " not weighed" : "");
+  }
+}
+
 }  // namespace
 
 int run_plan(int argc, char** argv) {
@@ -95,6 +116,7 @@ int run_plan(int argc, char** argv) {
   if (has_flag(argc, argv, "--stdin") && family != "sparse24")
     throw std::invalid_argument("--stdin: sparse24 only (scripts/replay_regret.py)");
   if (has_flag(argc, argv, "--stdin")) {
+    if (has_flag(argc, argv, "--models")) throw std::invalid_argument("--models: one shape (--m, --n, --k), not --stdin");
     std::string line;
     int64_t n_line = 0;
     while (std::getline(std::cin, line)) {
@@ -113,8 +135,10 @@ int run_plan(int argc, char** argv) {
   if (M == 0 || N == 0 || K == 0) throw std::invalid_argument("--m, --n and --k are required (or --stdin)");
   if (family == "sparse24") {
     std::puts(plan_line(M, N, K, a).c_str());
+    if (has_flag(argc, argv, "--models")) print_models(M, N, K, a);
     return 0;
   }
+  if (has_flag(argc, argv, "--models")) throw std::invalid_argument("--models: sparse24 only");
   LinearPlan p;
   std::string name;
   if (family == "blockwise") {
