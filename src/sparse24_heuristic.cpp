@@ -493,14 +493,14 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   return best;
 }
 
-namespace {
-
-// The modelled time of a one- or two-launch plan (split_k = 1).
-double choice_us(const Sparse24Choice& p, int64_t M, int64_t N, int64_t K, int sm_count, Sparse24Profile profile) {
+double sparse24_choice_model_us(const Sparse24Choice& p, int64_t M, int64_t N, int64_t K, int sm_count,
+                                Sparse24Profile profile) {
   if (p.tail_config < 0) return sparse24_model_us(p.config, M, N, K, sm_count, profile);
   return sparse24_model_us(p.config, p.main_rows, N, K, sm_count, profile) +
          sparse24_model_us(p.tail_config, p.tail_rows, N, K, sm_count, profile);
 }
+
+namespace {
 
 // Fast accumulation requested at kSparse24FastModelMinTokens..kSparse24FastMinTokens tokens: the
 // promoted plan `p` unless one launch of the fast 128x256 pair (or its 2x1 cluster twin where
@@ -508,7 +508,7 @@ double choice_us(const Sparse24Choice& p, int64_t M, int64_t N, int64_t K, int s
 Sparse24Choice fast_below_min(const Sparse24Choice& p, int64_t M, int64_t N, int64_t K, int sm_count,
                               Sparse24Profile profile) {
   Sparse24Choice best = p;
-  double best_us = 0.97 * choice_us(p, M, N, K, sm_count, profile);
+  double best_us = 0.97 * sparse24_choice_model_us(p, M, N, K, sm_count, profile);
   const int pair = sparse24_detail::kFast[4].index;
   const int twin = sparse24_cluster_twin(pair);
   for (const int t : {pair, twin, sparse24_detail::kFastWide.index}) {

@@ -326,6 +326,11 @@ Sparse24Choice sparse24_partial_column(int64_t M_tokens, int64_t N_out, int64_t 
                                        bool with_workspace, int sm_count,
                                        Sparse24Profile profile = Sparse24Profile::kH200);
 
+// The modelled time (sparse24_model_us) of a plan without split-K: one launch on all M tokens, or
+// the main launch on its main_rows and the tail launch on its tail_rows.
+double sparse24_choice_model_us(const Sparse24Choice& plan, int64_t M_tokens, int64_t N_out, int64_t K, int sm_count,
+                                Sparse24Profile profile = Sparse24Profile::kH200);
+
 Sparse24Choice sparse24_choose(int64_t M_tokens, int64_t N_out, int64_t K, int config, int split_k, bool fast_accum,
                                int sm_count, bool with_workspace, Sparse24Profile profile = Sparse24Profile::kH200);
 

@@ -60,10 +60,7 @@ std::string plan_line(int64_t M, int64_t N, int64_t K, const PlanArgs& a) {
   const kernels::Sparse24Choice c =
       kernels::sparse24_choose(M, N, K, -1, 0, a.fast_accum, a.sm_count, a.with_workspace, a.profile);
   const bool tail = c.tail_config >= 0;
-  // The plan's modelled time: one launch, or the main launch on its whole columns and the tail.
-  const double us = tail ? kernels::sparse24_model_us(c.config, c.main_rows, N, K, a.sm_count, a.profile) +
-                               kernels::sparse24_model_us(c.tail_config, c.tail_rows, N, K, a.sm_count, a.profile)
-                         : kernels::sparse24_model_us(c.config, M, N, K, a.sm_count, a.profile);
+  const double us = kernels::sparse24_choice_model_us(c, M, N, K, a.sm_count, a.profile);
   std::ostringstream o;
   o << M << ' ' << N << ' ' << K << ' ' << kernels::kSparse24Configs[c.config].name << ' ' << c.split_k << ' '
     << (tail ? kernels::kSparse24Configs[c.tail_config].name : "-") << ' ' << (tail ? c.tail_rows : 0) << ' ';

@@ -83,9 +83,7 @@ constexpr Shape kShapes[] = {{57344, 8192}, {28672, 4096}, {6144, 4096}, {4096, 
 double plan_us(int64_t M, const Shape& s, bool fast) {
   const Sparse24Choice c = kernels::sparse24_choose(M, s.N, s.K, -1, 0, fast, kSms, true);
   if (kSparse24Configs[c.config].skinny() || c.split_k > 1) return -1;
-  double us = kernels::sparse24_model_us(c.config, c.main_rows, s.N, s.K, kSms);
-  if (c.tail_config >= 0) us += kernels::sparse24_model_us(c.tail_config, c.tail_rows, s.N, s.K, kSms);
-  return us;
+  return kernels::sparse24_choice_model_us(c, M, s.N, s.K, kSms);
 }
 
 TEST(Sparse24CostModel, OutOfBoundsRowsCostMoreThanValidOnes) {
@@ -386,8 +384,7 @@ TEST(Sparse24Heuristic, FastAccumulationFromItsThresholds) {
           EXPECT_EQ(f.split_k, 1);
           EXPECT_LT(f.tail_config, 0);
           EXPECT_EQ(f.main_rows, M);
-          double promoted = kernels::sparse24_model_us(d.config, d.main_rows, s.N, s.K, kSms);
-          if (d.tail_config >= 0) promoted += kernels::sparse24_model_us(d.tail_config, d.tail_rows, s.N, s.K, kSms);
+          const double promoted = kernels::sparse24_choice_model_us(d, M, s.N, s.K, kSms);
           EXPECT_LT(kernels::sparse24_model_us(f.config, M, s.N, s.K, kSms), 0.97 * promoted)
               << s.N << "x" << s.K << " M=" << M;
         } else {
