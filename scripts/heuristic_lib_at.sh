@@ -11,6 +11,9 @@ rev="${1:?usage: heuristic_lib_at.sh REV DIR}"
 dir="${2:?usage: heuristic_lib_at.sh REV DIR}"
 cd "$(dirname "$0")/.."
 files=(src/sparse24_heuristic.cpp src/sparse24_heuristic.h)
+# The library's own build target: under Ninja the name `qsgemm` is the CLI's output file.
+lib_target=qsgemm
+[ -f build/build.ninja ] && lib_target=libqsgemm.so
 git rev-parse --verify --quiet "$rev^{commit}" > /dev/null || { echo "heuristic_lib_at: unknown commit $rev" >&2; exit 2; }
 [ -f build/build.ninja ] || [ -f build/Makefile ] || { echo "heuristic_lib_at: no build/ (scripts/build.sh)" >&2; exit 2; }
 saved="$(mktemp -d)"
@@ -18,13 +21,33 @@ cp "${files[@]}" "$saved/"
 restore() {
   cp "$saved/sparse24_heuristic.cpp" src/sparse24_heuristic.cpp
   cp "$saved/sparse24_heuristic.h" src/sparse24_heuristic.h
-  cmake --build build --target qsgemm > /dev/null
+  cmake --build build --target "$lib_target" > /dev/null
   rm -rf "$saved"
 }
 trap restore EXIT
 git show "$rev:src/sparse24_heuristic.cpp" > src/sparse24_heuristic.cpp
 git show "$rev:src/sparse24_heuristic.h" > src/sparse24_heuristic.h
-cmake --build build --target qsgemm > /dev/null
+# Before e6c8c00 the heuristic had no sparse24_choice_model_us, which the current CLI's `qsgemm plan`
+# calls: give such a library the current definition (the sum of its launches' modelled times).
+if ! grep -q sparse24_choice_model_us src/sparse24_heuristic.h; then
+  cat >> src/sparse24_heuristic.h <<'H'
+namespace qsgemm::kernels {
+double sparse24_choice_model_us(const Sparse24Choice& plan, int64_t M_tokens, int64_t N_out, int64_t K, int sm_count,
+                                Sparse24Profile profile = Sparse24Profile::kH200);
+}  // namespace qsgemm::kernels
+H
+  cat >> src/sparse24_heuristic.cpp <<'C'
+namespace qsgemm::kernels {
+double sparse24_choice_model_us(const Sparse24Choice& p, int64_t M, int64_t N, int64_t K, int sm_count,
+                                Sparse24Profile profile) {
+  if (p.tail_config < 0) return sparse24_model_us(p.config, M, N, K, sm_count, profile);
+  return sparse24_model_us(p.config, p.main_rows, N, K, sm_count, profile) +
+         sparse24_model_us(p.tail_config, p.tail_rows, N, K, sm_count, profile);
+}
+}  // namespace qsgemm::kernels
+C
+fi
+cmake --build build --target "$lib_target" > /dev/null
 mkdir -p "$dir"
 cp -L build/libqsgemm.so.0 "$dir/libqsgemm.so.0"
 echo "heuristic_lib_at: $dir/libqsgemm.so.0 has the sparse heuristic of $(git rev-parse --short "$rev")"
