@@ -314,6 +314,17 @@ int64_t sparse24_oob_rows(int config, int64_t tokens) {
 
 int64_t sparse24_main_rows(int config, int64_t tokens) { return tokens / token_column(config) * token_column(config); }
 
+double sparse24_fast_wide_swizzled_rate(int64_t tokens, int64_t N, Sparse24Profile profile) {
+  const int config = sparse24_detail::kFastWide.index;
+  const int64_t row_tiles = (N + kSparse24Configs[config].tile_m - 1) / kSparse24Configs[config].tile_m;
+  const bool within = row_tiles % 4 == 0 && row_tiles >= kSparse24FastWideSwizzledMinRowTiles &&
+                      row_tiles <= kSparse24FastWideSwizzledMaxRowTiles &&
+                      tokens >= kSparse24FastWideSwizzledMinTokens && tokens <= kSparse24FastWideSwizzledMaxTokens;
+  return within && sparse24_tile_order(tokens, N, config, profile).swizzle > 1
+             ? sparse24_card_traits(profile).wide_swizzled_rate
+             : 1.0;
+}
+
 double sparse24_model_us(int config, int64_t tokens, int64_t N, int64_t K, int sm_count, Sparse24Profile profile) {
   const Sparse24ConfigRow& c = kSparse24Configs[config];
   const double rate = tile_rate(config);
@@ -326,6 +337,7 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N, int64_t K, int s
   const int rate_row = is_cluster_row(config) ? sparse24_cluster_twin(config) : config;
   if (rate_row == sparse24_detail::kWide.index && sparse24_tile_order(tokens, N, rate_row, profile).swizzle > 1)
     tile_us *= sparse24_card_traits(profile).wide_swizzled_rate;  // its rate was fitted in the default order
+  if (config == sparse24_detail::kFastWide.index) tile_us *= sparse24_fast_wide_swizzled_rate(tokens, N, profile);
   const ClusterRate* cr = cluster_rate_row(config);
   const bool twin_rate = cr != nullptr && at_twin_rate(*cr, config, tokens, N, sm_count);
   if (rate_row != config && !twin_rate) tile_us *= sparse24_cluster_rate(config, N, sm_count);

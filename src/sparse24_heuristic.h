@@ -182,6 +182,16 @@ struct Sparse24CardTraits {
 };
 inline constexpr int64_t kSparse24WideSwizzleMinTokens = 2048;
 inline constexpr double kSparse24WideSwizzledRate = 0.85;
+// The fast 128x192 tile's rate was fitted in the default order; it takes wide_swizzled_rate only
+// where it measured faster than the model had it, swizzled: on weights of 20-36 row tiles, a
+// multiple of 4 (the swizzle's bands of 4 row tiles fill the weight), at 4096-7167 tokens
+// (sparse24_fast_wide_swizzled_rate). Elsewhere it measured slower than that: 18-31 row tiles not a
+// multiple of 4, from ~7700 tokens, and 2048-4000 tokens, where its 2x1 cluster row is faster
+// (h100/tuning/tune_sparse24_fast192_swizzled_heldout_{A,B,C}.jsonl, log §49).
+inline constexpr int64_t kSparse24FastWideSwizzledMinRowTiles = 20;
+inline constexpr int64_t kSparse24FastWideSwizzledMaxRowTiles = 36;
+inline constexpr int64_t kSparse24FastWideSwizzledMinTokens = 4096;
+inline constexpr int64_t kSparse24FastWideSwizzledMaxTokens = 7167;
 constexpr Sparse24CardTraits sparse24_card_traits(Sparse24Profile profile) {
   return profile == Sparse24Profile::kH100
              ? Sparse24CardTraits{kSparse24WideSwizzleMinTokens, kSparse24WideSwizzledRate, true}
@@ -286,10 +296,15 @@ int64_t sparse24_oob_rows(int config, int64_t tokens);
 // launch of a plan with a tail.
 int64_t sparse24_main_rows(int config, int64_t tokens);
 
+// The factor on the fast 128x192 tile's rate at `tokens` on an N-row weight: its card traits'
+// wide_swizzled_rate where it runs swizzled within the kSparse24FastWideSwizzled* bounds, else 1.
+double sparse24_fast_wide_swizzled_rate(int64_t tokens, int64_t N_out, Sparse24Profile profile);
+
 // The modelled time (microseconds) of one launch of data-parallel or stream-K `config` on `tokens`
 // tokens of an N x K weight: a fixed cost per call plus the larger of the tile waves (each wave one
 // tile time, linear in K, a rate per configuration; the 128x192 tile's scaled by its card traits'
-// wide_swizzled_rate where it runs swizzled; a cluster row's its twin's times sparse24_cluster_rate,
+// wide_swizzled_rate where it runs swizzled, the fast one's by sparse24_fast_wide_swizzled_rate;
+// a cluster row's its twin's times sparse24_cluster_rate,
 // the fast 128x256 row's below 2048 tokens on up to as many row tiles as SMs its twin's, the whole
 // time never above its time at 2048 (sparse24_weighs_cluster_row); the 128x128 pairs' times
 // sparse24_pair_rate) with the out-of-bounds rows added at kSparse24OobRowCost, and the bytes

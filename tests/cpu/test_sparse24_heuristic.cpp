@@ -715,6 +715,45 @@ TEST(Sparse24CostModel, PairRateOnNarrowWeights) {
         }
 }
 
+// The fast 128x192 tile at the swizzled rate on weights of 20-36 row tiles, a multiple of 4, at
+// 4096-7167 tokens, on the H100 profile only (the H200's swizzled rate is 1). Held out on an H100 at
+// 30 random shapes whose plan moved: 0.74-1.27x the old plan's time, geomean 0.887x, 4 slower
+// (h100/tuning/tune_sparse24_fast192_swizzled_heldout_D.jsonl).
+TEST(Sparse24CostModel, FastWideTileSwizzledOnNarrowWeights) {
+  using kernels::Sparse24Profile;
+  const int fast_wide = kernels::sparse24_detail::kFastWide.index;
+  const double rate = kernels::sparse24_card_traits(Sparse24Profile::kH100).wide_swizzled_rate;
+  ASSERT_LT(rate, 1.0);
+  for (int64_t rows : {20, 24, 28, 32, 36})
+    for (int64_t M : {4096, 5000, 7167}) {
+      EXPECT_DOUBLE_EQ(kernels::sparse24_fast_wide_swizzled_rate(M, 128 * rows, Sparse24Profile::kH100), rate)
+          << rows << " M=" << M;
+      EXPECT_DOUBLE_EQ(kernels::sparse24_fast_wide_swizzled_rate(M, 128 * rows, Sparse24Profile::kH200), 1.0);
+      // The profiles' models of this tile differ by that rate only (their fixed cost aside).
+      EXPECT_LT(kernels::sparse24_model_us(fast_wide, M, 128 * rows, 8192, kSms, Sparse24Profile::kH100),
+                0.9 * kernels::sparse24_model_us(fast_wide, M, 128 * rows, 8192, kSms, Sparse24Profile::kH200))
+          << rows << " M=" << M;
+    }
+  for (int64_t rows : {16, 18, 22, 30, 40}) {
+    EXPECT_DOUBLE_EQ(kernels::sparse24_fast_wide_swizzled_rate(5000, 128 * rows, Sparse24Profile::kH100), 1.0) << rows;
+    EXPECT_DOUBLE_EQ(kernels::sparse24_model_us(fast_wide, 5000, 128 * rows, 8192, kSms, Sparse24Profile::kH100),
+                     kernels::sparse24_model_us(fast_wide, 5000, 128 * rows, 8192, kSms, Sparse24Profile::kH200))
+        << rows;
+  }
+  for (int64_t M : {2048, 4095, 7168, 12000})
+    EXPECT_DOUBLE_EQ(kernels::sparse24_fast_wide_swizzled_rate(M, 2560, Sparse24Profile::kH100), 1.0) << M;
+  // Its 2x1 cluster row keeps its twin's fitted rate (its cap was fitted against it).
+  const int fast_wide_c2 = kernels::sparse24_cluster_twin(fast_wide);
+  EXPECT_DOUBLE_EQ(kernels::sparse24_model_us(fast_wide_c2, 5000, 2560, 8192, kSms, Sparse24Profile::kH100),
+                   kernels::sparse24_model_us(fast_wide_c2, 5000, 2560, 8192, kSms, Sparse24Profile::kH200));
+  // Measured (held out): at 5146 tokens on 2560 x 24576 the fast tile took 0.740x the fast 128x256
+  // cluster row's time; a fast-accumulation request runs it there on the H100 profile.
+  EXPECT_EQ(kernels::sparse24_choose(5146, 2560, 24576, -1, 0, true, kSms, true, Sparse24Profile::kH100).config,
+            fast_wide);
+  EXPECT_NE(kernels::sparse24_choose(5146, 2304, 24576, -1, 0, true, kSms, true, Sparse24Profile::kH100).config,
+            fast_wide);
+}
+
 }  // namespace tail_model
 
 }  // namespace
