@@ -303,11 +303,11 @@ double sparse24_fast_wide_swizzled_rate(int64_t tokens, int64_t N_out, Sparse24P
 // The modelled time (microseconds) of one launch of data-parallel or stream-K `config` on `tokens`
 // tokens of an N x K weight: a fixed cost per call plus the larger of the tile waves (each wave one
 // tile time, linear in K, a rate per configuration; the 128x192 tile's scaled by its card traits'
-// wide_swizzled_rate where it runs swizzled, the fast one's by sparse24_fast_wide_swizzled_rate;
-// a cluster row's its twin's times sparse24_cluster_rate,
-// the fast 128x256 row's below 2048 tokens on up to as many row tiles as SMs its twin's, the whole
-// time never above its time at 2048 (sparse24_weighs_cluster_row); the 128x128 pairs' times
-// sparse24_pair_rate) with the out-of-bounds rows added at kSparse24OobRowCost, and the bytes
+// wide_swizzled_rate where it runs swizzled, the fast one's by sparse24_fast_wide_swizzled_rate; a
+// cluster row's its twin's times sparse24_cluster_rate, the fast 128x256 row's below 2048 tokens
+// on up to as many row tiles as SMs its twin's, the whole time never above its time at 2048
+// (sparse24_weighs_cluster_row); the 128x128 pairs' times sparse24_pair_rate) with the
+// out-of-bounds rows added at kSparse24OobRowCost, and the bytes
 // every launch moves (the whole compressed weight, X and Y) at the H200's streaming rate. A model
 // for choosing between plans, not a prediction to quote: 15 % RMS error on the points it was
 // fitted on (the constants in src/sparse24_heuristic.cpp).
