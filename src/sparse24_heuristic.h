@@ -174,11 +174,16 @@ Sparse24Profile sparse24_profile(double dram_gbps);
 // columns (at the 67 whole columns of 512-1792 tokens where that weighing takes it, 0.65-1.15x
 // the pair's time, geomean 0.84x, 64 faster: h100/tuning/tune_sparse24_wide_whole_any_m.jsonl); the
 // H200's: from 4096 like the other tiles, at its fitted rate, and the pair kept on whole columns
-// (the H200 measured the pair as fast or faster at 1024-4096 tokens).
+// (the H200 measured the pair as fast or faster at 1024-4096 tokens). counts_swizzle_band: whether
+// the model counts the tiles of a swizzle band's padding (sparse24_swizzle_band) in the promoted
+// rows' waves. CUTLASS pads on both cards; counted on the H100's profile, where it was held out (log
+// §50). Counted on the H200's it would move plans at ~2 % of random shapes (the 128x128 pair and
+// the 128x192 tile, both ways, from 4096 tokens), which no H200 run has checked.
 struct Sparse24CardTraits {
   int64_t wide_swizzle_min_tokens;
   double wide_swizzled_rate;
   bool wide_on_whole_columns;
+  bool counts_swizzle_band;
 };
 inline constexpr int64_t kSparse24WideSwizzleMinTokens = 2048;
 inline constexpr double kSparse24WideSwizzledRate = 0.85;
@@ -194,8 +199,8 @@ inline constexpr int64_t kSparse24FastWideSwizzledMinTokens = 4096;
 inline constexpr int64_t kSparse24FastWideSwizzledMaxTokens = 7167;
 constexpr Sparse24CardTraits sparse24_card_traits(Sparse24Profile profile) {
   return profile == Sparse24Profile::kH100
-             ? Sparse24CardTraits{kSparse24WideSwizzleMinTokens, kSparse24WideSwizzledRate, true}
-             : Sparse24CardTraits{4096, 1.0, false};
+             ? Sparse24CardTraits{kSparse24WideSwizzleMinTokens, kSparse24WideSwizzledRate, true, true}
+             : Sparse24CardTraits{4096, 1.0, false, false};
 }
 
 // CUTLASS's persistent tile scheduler order for `config`: bands of 4 tiles rastered along the weight
@@ -296,6 +301,12 @@ int64_t sparse24_oob_rows(int config, int64_t tokens);
 // launch of a plan with a tail.
 int64_t sparse24_main_rows(int config, int64_t tokens);
 
+// The swizzle band CUTLASS's persistent schedulers use for `max_swizzle` (TileOrder::swizzle) on
+// tiles_m x tiles_n CTA tiles (get_log_swizzle_size: narrower where the shorter side has few tiles).
+// They round both tile counts up to a whole band times the cluster and run the padded tiles in full
+// (no early exit), so a band of 4 on 18 token columns runs 20: sparse24_model_us counts them.
+int64_t sparse24_swizzle_band(int64_t tiles_m, int64_t tiles_n, int max_swizzle);
+
 // The factor on the fast 128x192 tile's rate at `tokens` on an N-row weight: its card traits'
 // wide_swizzled_rate where it runs swizzled within the kSparse24FastWideSwizzled* bounds, else 1.
 double sparse24_fast_wide_swizzled_rate(int64_t tokens, int64_t N_out, Sparse24Profile profile);
@@ -306,7 +317,9 @@ double sparse24_fast_wide_swizzled_rate(int64_t tokens, int64_t N_out, Sparse24P
 // wide_swizzled_rate where it runs swizzled, the fast one's by sparse24_fast_wide_swizzled_rate; a
 // cluster row's its twin's times sparse24_cluster_rate, the fast 128x256 row's below 2048 tokens
 // on up to as many row tiles as SMs its twin's, the whole time never above its time at 2048
-// (sparse24_weighs_cluster_row); the 128x128 pairs' times sparse24_pair_rate) with the
+// (sparse24_weighs_cluster_row); the 128x128 pairs' times sparse24_pair_rate; the waves over the
+// tiles the scheduler runs, on the H100's profile its swizzle band's padding included for the
+// promoted rows: sparse24_swizzle_band, Sparse24CardTraits) with the
 // out-of-bounds rows added at kSparse24OobRowCost, and the bytes
 // every launch moves (the whole compressed weight, X and Y) at the H200's streaming rate. A model
 // for choosing between plans, not a prediction to quote: 15 % RMS error on the points it was
