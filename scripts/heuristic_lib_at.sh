@@ -27,6 +27,22 @@ restore() {
 trap restore EXIT
 git show "$rev:src/sparse24_heuristic.cpp" > src/sparse24_heuristic.cpp
 git show "$rev:src/sparse24_heuristic.h" > src/sparse24_heuristic.h
+# Before the tile order took the SM count (log §51), the current src/sparse24.cpp's call of it needs
+# an overload that forwards to the old one.
+if ! grep -q sparse24_scheduled_tiles src/sparse24_heuristic.h; then
+  cat >> src/sparse24_heuristic.h <<'H'
+namespace qsgemm::kernels {
+TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config, int sm_count, Sparse24Profile profile);
+}  // namespace qsgemm::kernels
+H
+  cat >> src/sparse24_heuristic.cpp <<'C'
+namespace qsgemm::kernels {
+TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config, int, Sparse24Profile profile) {
+  return sparse24_tile_order(M_tokens, N_out, config, profile);
+}
+}  // namespace qsgemm::kernels
+C
+fi
 # Before e6c8c00 the heuristic had no sparse24_choice_model_us, which the current CLI's `qsgemm plan`
 # calls: give such a library the current definition (the sum of its launches' modelled times).
 if ! grep -q sparse24_choice_model_us src/sparse24_heuristic.h; then

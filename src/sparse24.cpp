@@ -74,8 +74,17 @@ namespace {
 
 std::string describe(int config) { return row(config).name; }
 
+// The tile order a launch of `config` runs: the library's (sparse24_tile_order) or the tuning
+// option's bands (Sparse24Options::max_swizzle).
+kernels::TileOrder tile_order(int64_t M, int64_t N, int config, int sm_count, kernels::Sparse24Profile profile,
+                              int max_swizzle) {
+  if (max_swizzle > 0) return kernels::TileOrder{max_swizzle, 1};
+  return kernels::sparse24_tile_order(M, N, config, sm_count, profile);
+}
+
 // The workspace configuration `config` needs for M x N x K (0 without stream-K). Host arithmetic.
-size_t config_workspace_bytes(int64_t M, int64_t N, int64_t K, int sm_count, int config, kernels::Sparse24Profile profile) {
+size_t config_workspace_bytes(int64_t M, int64_t N, int64_t K, int sm_count, int config, kernels::Sparse24Profile profile,
+                              int max_swizzle) {
   if (!row(config).stream_k()) return 0;
   kernels::Sparse24GemmArgs a;  // the size depends on the shape, the SM count and the tile order only
   a.m_tok = M;
@@ -84,7 +93,7 @@ size_t config_workspace_bytes(int64_t M, int64_t N, int64_t K, int sm_count, int
   a.sm_count = sm_count;
   a.ldx = K;
   a.ldy = N;
-  const kernels::TileOrder order = kernels::sparse24_tile_order(M, N, config, profile);  // as sparse24_linear launches it
+  const kernels::TileOrder order = tile_order(M, N, config, sm_count, profile, max_swizzle);  // as sparse24_linear launches it
   a.swizzle = order.swizzle;
   a.raster = order.raster;
   // At least 16 bytes: a stream-K configuration always takes a workspace, also where CUTLASS's
@@ -99,6 +108,9 @@ void check_problem(const char* fn, int64_t M, int64_t N, int64_t K, const Sparse
   check_weight_shape(fn, N, K);
   if (M < 0 || M > kMaxExtent) detail::fail(fn, Status::kInvalidArgument, "M", detail::cat("M=", M, " is outside [0, 2^30]"));
   detail::check_config_and_split(fn, o, kSparse24NumConfigs);
+  if (o.max_swizzle != 0 && o.max_swizzle != 1 && o.max_swizzle != 2 && o.max_swizzle != 4 && o.max_swizzle != 8)
+    detail::fail(fn, Status::kInvalidArgument, "options.max_swizzle",
+                 detail::cat("max_swizzle=", o.max_swizzle, " must be 0 (the library's order), 1, 2, 4 or 8"));
   if (o.config == kernels::kSparse24SkinnyConfig && M > kernels::kSparse24SkinnyMaxM)
     detail::fail(fn, Status::kInvalidArgument, "options.config",
                  detail::cat("configuration ", o.config, " (", describe(o.config), ") serves M <= ",
@@ -129,7 +141,7 @@ LinearPlan make_plan(int64_t M, int64_t N, int64_t K, const Sparse24Options& o, 
   if (M > 0)
     p.workspace_bytes = p.split_k > 1 ? detail::splitk_workspace_bytes(M, N, p.split_k)
                                       : config_workspace_bytes(p.tail_config >= 0 ? c.main_rows : M, N, K, sm_count, p.config,
-                                                               profile);
+                                                               profile, o.max_swizzle);
   return p;
 }
 
@@ -279,7 +291,7 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   a.device = dev.device;
   a.sm_count = dev.sm_count;
   a.whole_last_tile = options.whole_last_tile;
-  const kernels::TileOrder order = kernels::sparse24_tile_order(M, N, plan.config, profile);
+  const kernels::TileOrder order = tile_order(M, N, plan.config, dev.sm_count, profile, options.max_swizzle);
   a.swizzle = order.swizzle;
   a.raster = order.raster;
   if (plan.split_k > 1) {
@@ -309,7 +321,7 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   const int64_t start = M - plan.tail_rows;
   kernels::Sparse24GemmArgs t = a;
   a.m_tok = main_rows;
-  const kernels::TileOrder main_order = kernels::sparse24_tile_order(main_rows, N, plan.config, profile);
+  const kernels::TileOrder main_order = tile_order(main_rows, N, plan.config, dev.sm_count, profile, options.max_swizzle);
   a.swizzle = main_order.swizzle;
   a.raster = main_order.raster;
   kernels::run_sparse24_gemm(a, plan.config, stream);
@@ -317,7 +329,8 @@ void sparse24_linear(const MatrixView& x, const ScaleView& x_scale, const Sparse
   t.x = a.x + start * x.ld;
   t.y = static_cast<char*>(y.data) + start * y.ld * static_cast<int64_t>(dtype_size(y.dtype));
   if (!sx_scalar) t.x_scale = x_scale.data + start;
-  const kernels::TileOrder tail_order = kernels::sparse24_tile_order(plan.tail_rows, N, plan.tail_config, profile);
+  const kernels::TileOrder tail_order =
+      tile_order(plan.tail_rows, N, plan.tail_config, dev.sm_count, profile, options.max_swizzle);
   t.swizzle = tail_order.swizzle;
   t.raster = tail_order.raster;
   t.workspace = nullptr;

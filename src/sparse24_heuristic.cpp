@@ -131,15 +131,38 @@ namespace {
 bool is_cluster_row(int config) { return kSparse24Configs[config].unit == Sparse24Unit::kCluster; }
 }  // namespace
 
+int64_t sparse24_scheduled_tiles(int config, int64_t tokens, int64_t N_out, int max_swizzle) {
+  const Sparse24ConfigRow& c = kSparse24Configs[config];
+  const auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
+  const int64_t tiles_m = round_up((N_out + c.tile_m - 1) / c.tile_m, c.cluster_m);
+  const int64_t tile_cols = int64_t{c.tile_n} * c.cluster_n;
+  const int64_t cols = (tokens + tile_cols - 1) / tile_cols * c.cluster_n;
+  const int64_t band = sparse24_swizzle_band(tiles_m, cols, max_swizzle);
+  return round_up(tiles_m, band * c.cluster_m) * round_up(cols, band * c.cluster_n);
+}
+
+int sparse24_fitted_band(int config, int64_t tokens, int64_t N_out, int sm_count) {
+  if (sm_count <= 0) return 4;
+  const auto waves = [&](int band) {
+    return (sparse24_scheduled_tiles(config, tokens, N_out, band) + sm_count - 1) / sm_count;
+  };
+  int best = 4;
+  for (int band : {2, 1})
+    if (waves(band) < waves(best)) best = band;
+  return best;
+}
+
 // The cluster rows keep the common rule (from 4096 tokens), as they were measured. The fast 128x192
 // tile follows the promoted one's card rule: on an H100 at 2048-4000 tokens on 2304-8192 rows it
 // took 0.70-0.89x its time in the default order (geomean 0.80x at 12 points; same run,
 // h100/tuning/tune_sparse24_fast192_order_{off,on}.jsonl). Its rate keeps its fit (which had it in
 // the default order there): the model takes it where it did before.
-TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config, Sparse24Profile profile) {
+TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config, int sm_count, Sparse24Profile profile) {
   const bool wide = config == sparse24_detail::kWide.index || config == sparse24_detail::kFastWide.index;
   const int64_t min_tokens = wide ? sparse24_card_traits(profile).wide_swizzle_min_tokens : 4096;
-  return M_tokens >= min_tokens && N_out >= 2048 ? TileOrder{4, 1} : TileOrder{};
+  if (M_tokens < min_tokens || N_out < 2048) return TileOrder{};
+  if (!sparse24_card_traits(profile).fits_swizzle_band || sm_count <= 0) return TileOrder{4, 1};
+  return TileOrder{sparse24_fitted_band(config, M_tokens, N_out, sm_count), 1};
 }
 
 namespace {
@@ -322,13 +345,13 @@ int64_t sparse24_swizzle_band(int64_t tiles_m, int64_t tiles_n, int max_swizzle)
   return 1;
 }
 
-double sparse24_fast_wide_swizzled_rate(int64_t tokens, int64_t N, Sparse24Profile profile) {
+double sparse24_fast_wide_swizzled_rate(int64_t tokens, int64_t N, int sm_count, Sparse24Profile profile) {
   const int config = sparse24_detail::kFastWide.index;
   const int64_t row_tiles = (N + kSparse24Configs[config].tile_m - 1) / kSparse24Configs[config].tile_m;
   const bool within = row_tiles % 4 == 0 && row_tiles >= kSparse24FastWideSwizzledMinRowTiles &&
                       row_tiles <= kSparse24FastWideSwizzledMaxRowTiles &&
                       tokens >= kSparse24FastWideSwizzledMinTokens && tokens <= kSparse24FastWideSwizzledMaxTokens;
-  return within && sparse24_tile_order(tokens, N, config, profile).swizzle > 1
+  return within && sparse24_tile_order(tokens, N, config, sm_count, profile).swizzle > 1
              ? sparse24_card_traits(profile).wide_swizzled_rate
              : 1.0;
 }
@@ -339,22 +362,19 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N, int64_t K, int s
   if (rate < 0 || tokens <= 0) return 0.0;
   const int64_t row_tiles = (N + c.tile_m - 1) / c.tile_m;
   const int64_t tiles_m = (row_tiles + c.cluster_m - 1) / c.cluster_m * c.cluster_m;  // a cluster's padding
-  const int64_t cols = (tokens + token_column(config) - 1) / token_column(config) * c.cluster_n;
-  // The tiles the scheduler runs: its swizzle band's padding too (sparse24_swizzle_band), where the
+  // The tiles the scheduler runs: its swizzle band's padding too (sparse24_scheduled_tiles), where the
   // card's traits count it. Promoted rows only: the fast rows' constants (their cluster rates, the
   // fast 128x192 tile's swizzled rate) were fitted through the model without it and carry it;
   // counted for them too, it moved 75 plans of the H100's tuning files, slower at 14 of the 22 timed.
   const bool counts_band = sparse24_card_traits(profile).counts_swizzle_band && !c.fast_accum;
-  const int64_t band =
-      counts_band ? sparse24_swizzle_band(tiles_m, cols, sparse24_tile_order(tokens, N, config, profile).swizzle) : 1;
-  const auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
-  const int64_t run_tiles = round_up(tiles_m, band * c.cluster_m) * round_up(cols, band * c.cluster_n);
+  const int64_t run_tiles = sparse24_scheduled_tiles(
+      config, tokens, N, counts_band ? sparse24_tile_order(tokens, N, config, sm_count, profile).swizzle : 1);
   double tile_us = rate * static_cast<double>(K) * 1e-3;
   // A cluster row: its twin's time per wave (in the twin's order) times sparse24_cluster_rate.
   const int rate_row = is_cluster_row(config) ? sparse24_cluster_twin(config) : config;
-  if (rate_row == sparse24_detail::kWide.index && sparse24_tile_order(tokens, N, rate_row, profile).swizzle > 1)
+  if (rate_row == sparse24_detail::kWide.index && sparse24_tile_order(tokens, N, rate_row, sm_count, profile).swizzle > 1)
     tile_us *= sparse24_card_traits(profile).wide_swizzled_rate;  // its rate was fitted in the default order
-  if (config == sparse24_detail::kFastWide.index) tile_us *= sparse24_fast_wide_swizzled_rate(tokens, N, profile);
+  if (config == sparse24_detail::kFastWide.index) tile_us *= sparse24_fast_wide_swizzled_rate(tokens, N, sm_count, profile);
   const ClusterRate* cr = cluster_rate_row(config);
   const bool twin_rate = cr != nullptr && at_twin_rate(*cr, config, tokens, N, sm_count);
   if (rate_row != config && !twin_rate) tile_us *= sparse24_cluster_rate(config, N, sm_count);

@@ -179,12 +179,16 @@ Sparse24Profile sparse24_profile(double dram_gbps);
 // rows' waves. CUTLASS pads on both cards; counted on the H100's profile, checked on its probes
 // (log §50: 36 moved plans timed, 0.84-0.98x the old plan's time). Counted on the H200's it would
 // move plans at ~2 % of random shapes (the 128x128 pair and the 128x192 tile, both ways, from 4096
-// tokens), which no H200 run has checked.
+// tokens), which no H200 run has checked. fits_swizzle_band: whether sparse24_tile_order runs
+// sparse24_fitted_band instead of bands of 4. Off on both cards until a device has timed bands of
+// 4, 2 and 1 where they differ (scripts/probe_swizzle_band.sh, log §51): a narrower band saves the
+// padded tiles but reads the weight from DRAM once per band of token columns instead of once per 4.
 struct Sparse24CardTraits {
   int64_t wide_swizzle_min_tokens;
   double wide_swizzled_rate;
   bool wide_on_whole_columns;
   bool counts_swizzle_band;
+  bool fits_swizzle_band;
 };
 inline constexpr int64_t kSparse24WideSwizzleMinTokens = 2048;
 inline constexpr double kSparse24WideSwizzledRate = 0.85;
@@ -200,8 +204,8 @@ inline constexpr int64_t kSparse24FastWideSwizzledMinTokens = 4096;
 inline constexpr int64_t kSparse24FastWideSwizzledMaxTokens = 7167;
 constexpr Sparse24CardTraits sparse24_card_traits(Sparse24Profile profile) {
   return profile == Sparse24Profile::kH100
-             ? Sparse24CardTraits{kSparse24WideSwizzleMinTokens, kSparse24WideSwizzledRate, true, true}
-             : Sparse24CardTraits{4096, 1.0, false, false};
+             ? Sparse24CardTraits{kSparse24WideSwizzleMinTokens, kSparse24WideSwizzledRate, true, true, false}
+             : Sparse24CardTraits{4096, 1.0, false, false, false};
 }
 
 // CUTLASS's persistent tile scheduler order for `config`: bands of 4 tiles rastered along the weight
@@ -212,7 +216,9 @@ constexpr Sparse24CardTraits sparse24_card_traits(Sparse24Profile profile) {
 // 3x, the 1280-row shard 7-25 %). Data: tune_tile_order.txt; the
 // 128x192 tile at 2300-3800 tokens: h100/tuning/tune_sparse24_order_*.jsonl (0.72-0.94x the
 // default order's time on eight weights; the 128x128 cluster pair 1.13-1.21x at 2300 tokens).
-TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config,
+// CUTLASS pads both tile counts to a whole band (sparse24_scheduled_tiles); where the card's traits
+// fit the band (fits_swizzle_band), the band is sparse24_fitted_band's.
+TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config, int sm_count,
                               Sparse24Profile profile = Sparse24Profile::kH200);
 
 // The most token columns of the fast 128x192 tile on weights of more than half as many 128-row tiles
@@ -308,9 +314,19 @@ int64_t sparse24_main_rows(int config, int64_t tokens);
 // (no early exit), so a band of 4 on 18 token columns runs 20: sparse24_model_us counts them.
 int64_t sparse24_swizzle_band(int64_t tiles_m, int64_t tiles_n, int max_swizzle);
 
+// The CTA tiles CUTLASS's persistent scheduler runs for `config` on `tokens` tokens of an N-row
+// weight with `max_swizzle` (TileOrder::swizzle): both tile counts (the cluster's padding included)
+// rounded up to a whole band times the cluster.
+int64_t sparse24_scheduled_tiles(int config, int64_t tokens, int64_t N_out, int max_swizzle);
+
+// The widest band of 4, 2 and 1 whose scheduled tiles take the fewest waves on `sm_count` SMs (>0):
+// on 18 token columns of 80 row tiles bands of 4 run 20 columns in 13 waves of 132, bands of 2 run
+// 18 in 11.
+int sparse24_fitted_band(int config, int64_t tokens, int64_t N_out, int sm_count);
+
 // The factor on the fast 128x192 tile's rate at `tokens` on an N-row weight: its card traits'
 // wide_swizzled_rate where it runs swizzled within the kSparse24FastWideSwizzled* bounds, else 1.
-double sparse24_fast_wide_swizzled_rate(int64_t tokens, int64_t N_out, Sparse24Profile profile);
+double sparse24_fast_wide_swizzled_rate(int64_t tokens, int64_t N_out, int sm_count, Sparse24Profile profile);
 
 // The modelled time (microseconds) of one launch of data-parallel or stream-K `config` on `tokens`
 // tokens of an N x K weight: a fixed cost per call plus the larger of the tile waves (each wave one
@@ -320,7 +336,7 @@ double sparse24_fast_wide_swizzled_rate(int64_t tokens, int64_t N_out, Sparse24P
 // on up to as many row tiles as SMs its twin's, the whole time never above its time at 2048
 // (sparse24_weighs_cluster_row); the 128x128 pairs' times sparse24_pair_rate; the waves over the
 // tiles the scheduler runs, on the H100's profile its swizzle band's padding included for the
-// promoted rows: sparse24_swizzle_band, Sparse24CardTraits) with the
+// promoted rows: sparse24_scheduled_tiles, Sparse24CardTraits) with the
 // out-of-bounds rows added at kSparse24OobRowCost, and the bytes
 // every launch moves (the whole compressed weight, X and Y) at the H200's streaming rate. A model
 // for choosing between plans, not a prediction to quote: 15 % RMS error on the points it was

@@ -23,8 +23,8 @@ namespace {
 
 const char* kPlanUsage =
     "usage: qsgemm plan sparse24 --m M --n N --k K [--fast-accum] [--no-workspace] [--card h100|h200]\n"
-    "                            [--sms S] [--models]\n"
-    "       qsgemm plan sparse24 --stdin [--fast-accum] [--no-workspace] [--card h100|h200] [--sms S]\n"
+    "                            [--sms S] [--models] [--order]\n"
+    "       qsgemm plan sparse24 --stdin [--fast-accum] [--no-workspace] [--card h100|h200] [--sms S] [--order]\n"
     "       qsgemm plan blockwise --m M --n N --k K [--gx G] [--gw G] [--sms S]\n"
     "       qsgemm plan w4a4 --m L --n D --k D1 [--rank R] [--group 64|128] [--sms S]\n\n"
     "Prints the plan sparse24_linear runs for Y[M,N] = X[M,K]·W[N,K]ᵀ (M tokens, N output channels),\n"
@@ -37,6 +37,8 @@ const char* kPlanUsage =
     "stream-K, no split-K). --card picks the heuristic's card profile (default: the current GPU's by\n"
     "its DRAM bandwidth, the H200's without a GPU); --sms the SM count (default: the current GPU's, 132\n"
     "without one). --stdin reads 'M N K' lines instead of --m/--n/--k (scripts/replay_regret.py).\n"
+    "--order appends two fields: the band of tiles the main launch runs (CUTLASS's max swizzle) and, where\n"
+    "it runs bands, the band sparse24_fitted_band would give it (scripts/band_fit_points.py).\n"
     "--models (sparse24, one shape): then, fastest first, every configuration the model covers as\n"
     "'  config model_us' for one launch on all M tokens (a cluster row the plan does not weigh at this\n"
     "shape marked 'not weighed'), to see why the plan is what it is.\n"
@@ -49,6 +51,7 @@ struct PlanArgs {
   bool with_workspace = true;
   kernels::Sparse24Profile profile = kernels::Sparse24Profile::kH200;
   int sm_count = 132;
+  bool order = false;  // --order: append the main launch's band (TileOrder::swizzle)
 };
 
 std::string plan_line(int64_t M, int64_t N, int64_t K, const PlanArgs& a) {
@@ -67,6 +70,12 @@ std::string plan_line(int64_t M, int64_t N, int64_t K, const PlanArgs& a) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f", us);
   o << buf;
+  if (a.order) {
+    const int64_t rows = tail ? kernels::sparse24_main_rows(c.config, M) : M;
+    const kernels::TileOrder order = kernels::sparse24_tile_order(rows, N, c.config, a.sm_count, a.profile);
+    o << ' ' << order.swizzle << ' '
+      << (order.raster == 1 ? kernels::sparse24_fitted_band(c.config, rows, N, a.sm_count) : order.swizzle);
+  }
   return o.str();
 }
 
@@ -100,6 +109,7 @@ int run_plan(int argc, char** argv) {
   PlanArgs a;
   a.fast_accum = has_flag(argc, argv, "--fast-accum");
   a.with_workspace = !has_flag(argc, argv, "--no-workspace");
+  a.order = has_flag(argc, argv, "--order");
   const DeviceInfo d = device_info();
   a.sm_count = static_cast<int>(arg_int(argc, argv, "--sms", d.present ? d.sm_count : 132, 1));
   std::string card;

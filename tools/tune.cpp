@@ -18,6 +18,8 @@
 #include "qsgemm/formats.h"
 #include "qsgemm/sparse24.h"
 #include "qsgemm/w4a4.h"
+#include "linear_common.h"
+#include "sparse24_heuristic.h"
 
 namespace qsgemm::cli {
 namespace {
@@ -308,7 +310,7 @@ int run_tune(int argc, char** argv) {
     std::printf(
         "usage: qsgemm tune sparse24 --m M --n N --k K [--json FILE] [--configs NAME|I,...] [--interleave]\n"
         "                            [--split-k S1,S2,...] [--whole-last-tile | --whole-last-tile-only]\n"
-        "                            [--fast-accum]\n"
+        "                            [--fast-accum] [--swizzles B1,B2,...]\n"
         "       qsgemm tune blockwise --m M --n N --k K [--json FILE] [--gx group_1x128|block_128x128|per_row]\n"
         "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n"
         "                             [--split-k S1,S2,...] [--ld-align BYTES]\n"
@@ -328,6 +330,9 @@ int run_tune(int argc, char** argv) {
         "--ld-align starts the rows of X and W every round_up(K, BYTES) bytes (blockwise; default 16 = K).\n"
         "--x-scale-ld sets the W4A4 activation scales' leading dimension (>= M; default w4a4_x_scale_ld(M)).\n"
         "--fast-accum (sparse24): the heuristic's line is the plan of a fast-accumulation request.\n"
+        "--swizzles (sparse24) times each configuration once per listed band of tiles (1, 2, 4, 8; name suffix\n"
+        "_swB; Sparse24Options::max_swizzle; 0: the library's order, no suffix); the heuristic's line is its\n"
+        "configuration in the library's order.\n"
         "--split-k times each CUTLASS configuration (of --configs, or all) with each listed split-K factor\n"
         "(1 = no split), given a workspace; the heuristic's line is its configuration with its split (for\n"
         "sparse24 the stream-K and decode configurations run once, unsplit).\n"
@@ -376,6 +381,7 @@ int run_tune(int argc, char** argv) {
   struct Item {
     int config, split;   // split 0: the configuration as it is (no --split-k)
     bool whole = false;  // --whole-last-tile: Sparse24Options::whole_last_tile
+    int swizzle = 0;     // --swizzles: Sparse24Options::max_swizzle (0: the library's order)
   };
   std::vector<Item> items;
   std::string v;
@@ -410,6 +416,24 @@ int run_tune(int argc, char** argv) {
           items.push_back({items[j].config, items[j].split, true});
       }
   }
+  // --swizzles LIST: each CUTLASS item once per listed band (Sparse24Options::max_swizzle: 1, 2, 4 or 8;
+  // 0: the library's order, no name suffix).
+  std::vector<int> swizzles;
+  if (arg_value(argc, argv, "--swizzles", &v)) {
+    if (!parse_int_list(v, 0, 9, "--swizzles", "a band", &swizzles)) return 2;
+    for (int b : swizzles)
+      if (b != 0 && b != 1 && b != 2 && b != 4 && b != 8) {
+        std::fprintf(stderr, "qsgemm tune: --swizzles item %d is not 0 (the library's order), 1, 2, 4 or 8\n", b);
+        return 2;
+      }
+    std::vector<Item> banded;
+    for (const Item& it : items)
+      if (sparse24_config(it.config).skinny)
+        banded.push_back(it);
+      else
+        for (int b : swizzles) banded.push_back({it.config, it.split, it.whole, b});
+    items.swap(banded);
+  }
   // --fast-accum: the heuristic's line is the fast-accumulation plan (Sparse24Options::fast_accum).
   const bool fast_accum = has_flag(argc, argv, "--fast-accum");
   auto options_of = [&](const Item& it) {
@@ -418,6 +442,7 @@ int run_tune(int argc, char** argv) {
     opt.fast_accum = fast_accum;
     opt.split_k = it.split;
     opt.whole_last_tile = it.whole;
+    opt.max_swizzle = it.swizzle;
     return opt;
   };
   // One workspace for every item (the largest any needs; an item whose split does not apply is
@@ -432,10 +457,16 @@ int run_tune(int argc, char** argv) {
   Sparse24Options plan_options;
   plan_options.fast_accum = fast_accum;
   const LinearPlan plan = sparse24_plan(M, N, K, plan_options, d.sm_count);
+  // With --swizzles, the pick's line is the band the library runs it in.
+  const int plan_swizzle =
+      kernels::sparse24_tile_order(M, N, plan.config, d.sm_count, kernels::sparse24_profile(detail::device_dram_gbps(-1)))
+          .swizzle;
   int chosen = -1;
   for (size_t j = 0; j < items.size(); ++j)
     if (items[j].whole == (only_whole && !sparse24_config(items[j].config).skinny) && items[j].config == plan.config &&
-        (!splitting || std::max(items[j].split, 1) == plan.split_k))
+        (!splitting || std::max(items[j].split, 1) == plan.split_k) &&
+        (swizzles.empty() || items[j].swizzle == 0 ||
+         (std::find(swizzles.begin(), swizzles.end(), 0) == swizzles.end() && items[j].swizzle == plan_swizzle)))
       chosen = static_cast<int>(j);
   // A plan with a tail launch is not one configuration: time it as its own line (config -1 runs
   // the library's plan).
@@ -458,7 +489,7 @@ int run_tune(int argc, char** argv) {
         const Sparse24Config cfg = sparse24_config(it.config);
         const bool split_name = splitting && !cfg.stream_k && !cfg.skinny;
         return cfg.name() + (split_name ? "_splitk" + std::to_string(it.split) : std::string()) +
-               (it.whole ? "_wholelast" : "");
+               (it.whole ? "_wholelast" : "") + (it.swizzle > 0 ? "_sw" + std::to_string(it.swizzle) : std::string());
       },
       [&](int i, cudaStream_t st) {
         Sparse24Options opt = options_of(items[static_cast<size_t>(i)]);

@@ -116,6 +116,11 @@ struct Sparse24Options : LinearOptions {
   // (what the library did before it loaded only the column's rows), for same-run comparisons
   // (`qsgemm tune sparse24 --whole-last-tile`). Same results; slower. Ignored by the decode kernel.
   bool whole_last_tile = false;
+  // Tuning: 0 (default) the library's tile order; 1, 2, 4 or 8 runs bands of that many tiles
+  // (CUTLASS's max_swizzle_size, narrower where the shorter side has few tiles) rastered along the
+  // weight rows, for same-run comparisons (`qsgemm tune sparse24 --swizzles`). Same results.
+  // Other values: kInvalidArgument. Ignored by the decode kernel.
+  int max_swizzle = 0;
 };
 
 // The plan (qsgemm/linear.h) sparse24_linear runs for Y[M,N] = X[M,K]·Wᵀ with `options` given a

@@ -451,7 +451,7 @@ TEST(Sparse24CostModel, WideTileOnWholeColumnsByCard) {
       // Given a workspace, the 128-token stream-K rule's wave rule may come first.
       const int with_ws = kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true, h100).config;
       EXPECT_TRUE(wide_or_twin(with_ws) || kSparse24Configs[with_ws].stream_k()) << s.N << " M=" << M;
-      EXPECT_EQ(kernels::sparse24_tile_order(M, s.N, wide, h100).swizzle, 4) << s.N << " M=" << M;
+      EXPECT_EQ(kernels::sparse24_tile_order(M, s.N, wide, kSms, h100).swizzle, 4) << s.N << " M=" << M;
       EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true, h100).config, wide) << s.N << " M=" << M;
       EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, false, h200).config, wide) << s.N << " M=" << M;
       ++taken;
@@ -463,7 +463,7 @@ TEST(Sparse24CostModel, WideTileOnWholeColumnsByCard) {
   };
   for (const Point& p : {Point{768, 4096, 14336}, Point{1536, 10240, 8192}, Point{1280, 14336, 4096},
                          Point{1536, 3584, 8192}, Point{1792, 1280, 8192}}) {
-    EXPECT_EQ(kernels::sparse24_tile_order(p.M, p.N, wide, h100).swizzle, 1) << p.N << " M=" << p.M;
+    EXPECT_EQ(kernels::sparse24_tile_order(p.M, p.N, wide, kSms, h100).swizzle, 1) << p.N << " M=" << p.M;
     EXPECT_EQ(kernels::sparse24_choose(p.M, p.N, p.K, -1, 0, false, kSms, true, h100).config, wide) << p.N << " M=" << p.M;
     EXPECT_NE(kernels::sparse24_choose(p.M, p.N, p.K, -1, 0, false, kSms, true, h200).config, wide) << p.N << " M=" << p.M;
   }
@@ -482,7 +482,7 @@ TEST(Sparse24CostModel, WideTileOnPartialColumnsWhereItIsSwizzled) {
   const int wide = kernels::sparse24_detail::kWide.index;
   for (const Shape& s : {Shape{7168, 4096}, Shape{4608, 3584}, Shape{3584, 18944}})
     for (int64_t M : {2300, 3500}) {
-      EXPECT_EQ(kernels::sparse24_tile_order(M, s.N, wide, h100).swizzle, 4) << s.N << " M=" << M;
+      EXPECT_EQ(kernels::sparse24_tile_order(M, s.N, wide, kSms, h100).swizzle, 4) << s.N << " M=" << M;
       EXPECT_EQ(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true, h100).config, wide) << s.N << " M=" << M;
     }
   // The factor applies to the swizzled order on the H100 profile only: below 2048 tokens, on
@@ -739,7 +739,7 @@ TEST(Sparse24CostModel, SwizzleBandPaddingCounted) {
   // The promoted 128x192 tile runs swizzled from 2048 tokens on the H100 profile: on 14 token
   // columns the scheduler runs 16, so 13 columns and one token cost what 16 whole columns do.
   const int wide = kernels::sparse24_detail::kWide.index;
-  ASSERT_GT(kernels::sparse24_tile_order(192 * 13 + 1, 10240, wide, Sparse24Profile::kH100).swizzle, 1);
+  ASSERT_GT(kernels::sparse24_tile_order(192 * 13 + 1, 10240, wide, kSms, Sparse24Profile::kH100).swizzle, 1);
   EXPECT_DOUBLE_EQ(kernels::sparse24_model_us(wide, 192 * 13 + 1, 10240, 8192, kSms, Sparse24Profile::kH100),
                    kernels::sparse24_model_us(wide, 192 * 16, 10240, 8192, kSms, Sparse24Profile::kH100));
   // Whole bands: one column more costs more.
@@ -769,22 +769,22 @@ TEST(Sparse24CostModel, FastWideTileSwizzledOnNarrowWeights) {
   ASSERT_LT(rate, 1.0);
   for (int64_t rows : {20, 24, 28, 32, 36})
     for (int64_t M : {4096, 5000, 7167}) {
-      EXPECT_DOUBLE_EQ(kernels::sparse24_fast_wide_swizzled_rate(M, 128 * rows, Sparse24Profile::kH100), rate)
+      EXPECT_DOUBLE_EQ(kernels::sparse24_fast_wide_swizzled_rate(M, 128 * rows, kSms, Sparse24Profile::kH100), rate)
           << rows << " M=" << M;
-      EXPECT_DOUBLE_EQ(kernels::sparse24_fast_wide_swizzled_rate(M, 128 * rows, Sparse24Profile::kH200), 1.0);
+      EXPECT_DOUBLE_EQ(kernels::sparse24_fast_wide_swizzled_rate(M, 128 * rows, kSms, Sparse24Profile::kH200), 1.0);
       // The profiles' models of this tile differ by that rate only (their fixed cost aside).
       EXPECT_LT(kernels::sparse24_model_us(fast_wide, M, 128 * rows, 8192, kSms, Sparse24Profile::kH100),
                 0.9 * kernels::sparse24_model_us(fast_wide, M, 128 * rows, 8192, kSms, Sparse24Profile::kH200))
           << rows << " M=" << M;
     }
   for (int64_t rows : {16, 18, 22, 30, 40}) {
-    EXPECT_DOUBLE_EQ(kernels::sparse24_fast_wide_swizzled_rate(5000, 128 * rows, Sparse24Profile::kH100), 1.0) << rows;
+    EXPECT_DOUBLE_EQ(kernels::sparse24_fast_wide_swizzled_rate(5000, 128 * rows, kSms, Sparse24Profile::kH100), 1.0) << rows;
     EXPECT_DOUBLE_EQ(kernels::sparse24_model_us(fast_wide, 5000, 128 * rows, 8192, kSms, Sparse24Profile::kH100),
                      kernels::sparse24_model_us(fast_wide, 5000, 128 * rows, 8192, kSms, Sparse24Profile::kH200))
         << rows;
   }
   for (int64_t M : {2048, 4095, 7168, 12000})
-    EXPECT_DOUBLE_EQ(kernels::sparse24_fast_wide_swizzled_rate(M, 2560, Sparse24Profile::kH100), 1.0) << M;
+    EXPECT_DOUBLE_EQ(kernels::sparse24_fast_wide_swizzled_rate(M, 2560, kSms, Sparse24Profile::kH100), 1.0) << M;
   // Its 2x1 cluster row keeps its twin's fitted rate (its cap was fitted against it).
   const int fast_wide_c2 = kernels::sparse24_cluster_twin(fast_wide);
   EXPECT_DOUBLE_EQ(kernels::sparse24_model_us(fast_wide_c2, 5000, 2560, 8192, kSms, Sparse24Profile::kH100),

@@ -96,6 +96,20 @@ TEST(Sparse24Validation, NullPointersScalesBiasAndConfig) {
   c.opt.config = 12;
   c.x.rows = c.y.rows = 33;
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "(skinny_m32_splitk) serves M <= 32; got M=33");
+  // The tuning band is CUTLASS's max swizzle (1, 2, 4, 8) or 0, the library's order.
+  for (int bad : {-1, 3, 16}) {
+    c = LinearCase{};
+    c.opt.max_swizzle = bad;
+    expect_error([&] { c.run(); }, Status::kInvalidArgument, "max_swizzle=" + std::to_string(bad));
+    Sparse24Options o;
+    o.max_swizzle = bad;
+    expect_error([&] { sparse24_plan(4096, 4096, 4096, o, 132); }, Status::kInvalidArgument, "max_swizzle");
+  }
+  for (int ok : {0, 1, 2, 4, 8}) {
+    Sparse24Options o;
+    o.max_swizzle = ok;
+    EXPECT_NO_THROW(sparse24_plan(4096, 4096, 4096, o, 132)) << ok;
+  }
 }
 
 TEST(Sparse24Validation, AlignmentOfBiasCompressorInputAndSingleRows) {
@@ -238,7 +252,7 @@ TEST(Sparse24Heuristic, TileOrder) {
       const int64_t first = (config == wide || config == fast_wide) && profile == Sparse24Profile::kH100
                                 ? kernels::kSparse24WideSwizzleMinTokens
                                 : 4096;
-      const auto order = [&](int64_t m, int64_t n) { return kernels::sparse24_tile_order(m, n, config, profile); };
+      const auto order = [&](int64_t m, int64_t n) { return kernels::sparse24_tile_order(m, n, config, 132, profile); };
       for (int64_t n : {2048, 8192, 57344}) {
         for (int64_t m : {int64_t{1}, int64_t{256}, int64_t{1024}, first - 1}) {
           EXPECT_EQ(order(m, n).swizzle, 1) << m << "x" << n << " config " << config;
@@ -253,7 +267,49 @@ TEST(Sparse24Heuristic, TileOrder) {
     }
   EXPECT_LT(kernels::kSparse24WideSwizzleMinTokens, 4096);
   // The default profile is the H200's.
-  EXPECT_EQ(kernels::sparse24_tile_order(2048, 8192, wide).swizzle, 1);
+  EXPECT_EQ(kernels::sparse24_tile_order(2048, 8192, wide, 132).swizzle, 1);
+}
+
+// sparse24_fitted_band: the widest of 4, 2 and 1 whose padded tiles (CUTLASS rounds both tile
+// counts to a whole band times the cluster) take the fewest waves. Neither card's profile runs it
+// yet (Sparse24CardTraits::fits_swizzle_band): both keep bands of 4.
+TEST(Sparse24Heuristic, FittedBand) {
+  using kernels::Sparse24Profile;
+  const int fast_c2 = kernels::sparse24_row("128x256x128_c2x1_coop_fastaccum");
+  // 4445 tokens on 10240 rows: 18 columns of 256, 80 row tiles. Bands of 4 run 20 columns (1600
+  // tiles, 13 waves of 132), bands of 2 run 18 (1440, 11 waves).
+  EXPECT_EQ(kernels::sparse24_scheduled_tiles(fast_c2, 4445, 10240, 4), 80 * 20);
+  EXPECT_EQ(kernels::sparse24_scheduled_tiles(fast_c2, 4445, 10240, 2), 80 * 18);
+  EXPECT_EQ(kernels::sparse24_scheduled_tiles(fast_c2, 4445, 10240, 1), 80 * 18);
+  EXPECT_EQ(kernels::sparse24_fitted_band(fast_c2, 4445, 10240, 132), 2);
+  // 4890 tokens: 20 columns, whole bands of 4.
+  EXPECT_EQ(kernels::sparse24_fitted_band(fast_c2, 4890, 10240, 132), 4);
+  // Bands times the cluster: 2560 rows are 20 row tiles, run as 24 in bands of 4 clusters of 2, as
+  // 20 in bands of 2. At 16 columns that is 384 or 320 tiles, 3 waves either way: bands of 4 stay.
+  EXPECT_EQ(kernels::sparse24_scheduled_tiles(fast_c2, 4096, 2560, 4), 24 * 16);
+  EXPECT_EQ(kernels::sparse24_scheduled_tiles(fast_c2, 4096, 2560, 2), 20 * 16);
+  EXPECT_EQ(kernels::sparse24_fitted_band(fast_c2, 4096, 2560, 132), 4);
+  // 11 columns of 192 on 80 row tiles: bands of 4 and of 2 both run 12 (8 waves), bands of 1 run
+  // 11 (7 waves).
+  const int wide = kernels::sparse24_detail::kWide.index;
+  EXPECT_EQ(kernels::sparse24_fitted_band(wide, 2048, 10240, 132), 1);
+  // Padding that adds no wave keeps bands of 4; one that does, the widest band without it.
+  for (int64_t m = 2048; m <= 16384; m += 97)
+    for (int64_t n : {2560, 5120, 10240, 14336, 57344})
+      for (int config : {fast_c2, kernels::sparse24_row("128x128x256_c1x2_coop"), wide}) {
+        const int band = kernels::sparse24_fitted_band(config, m, n, 132);
+        const auto waves = [&](int b) { return (kernels::sparse24_scheduled_tiles(config, m, n, b) + 131) / 132; };
+        ASSERT_TRUE(band == 4 || band == 2 || band == 1) << band;
+        for (int b : {4, 2, 1}) {
+          EXPECT_LE(waves(band), waves(b)) << m << "x" << n << " config " << config << " band " << band;
+          if (b > band) EXPECT_LT(waves(band), waves(b)) << m << "x" << n << " config " << config;
+        }
+      }
+  // Off on both cards until measured.
+  for (const Sparse24Profile p : {Sparse24Profile::kH100, Sparse24Profile::kH200}) {
+    EXPECT_FALSE(kernels::sparse24_card_traits(p).fits_swizzle_band);
+    EXPECT_EQ(kernels::sparse24_tile_order(4445, 10240, fast_c2, 132, p).swizzle, 4);
+  }
 }
 
 // The card profile by peak DRAM bandwidth (GB/s): an H100 SXM (3352) follows the H100's

@@ -455,6 +455,33 @@ TEST(Sparse24Gpu, LastColumnRowsSameBitsAsWholeBox) {
   EXPECT_GE(cases, 40);
 }
 
+// The tuning option's bands of tiles (Sparse24Options::max_swizzle, what `qsgemm tune sparse24
+// --swizzles` times): the order of the tiles changes, not their sums. Data-parallel rows whose
+// bands pad both tile counts (17 row tiles of 128, 22 token columns of 192 / 17 of 256), each band
+// bit for bit against the library's order (which LinearEveryConfiguration checks against float64).
+TEST(Sparse24Gpu, TileBandsSameBits) {
+  QSGEMM_REQUIRE_SM90();
+  std::mt19937 rng(23);
+  Weight w;
+  make_weight(w, 2056, 512, rng);
+  const int64_t M = 4100;
+  int cases = 0;
+  for (const char* name : {"128x192x256_c1x1_coop", "128x192x256_c2x1_coop", "128x256x128_c2x1_coop_fastaccum",
+                           "128x128x256_c1x2_coop"}) {
+    const int c = sparse24_config_index(name);
+    Sparse24Options lib;
+    lib.config = c;
+    lib.fast_accum = sparse24_config(c).fast_accum;
+    for (int band : {1, 2, 4, 8}) {
+      Sparse24Options banded = lib;
+      banded.max_swizzle = band;
+      expect_two_calls_same_bits(w, M, lib, banded, rng, std::string(name) + " bands of " + std::to_string(band));
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 16);
+}
+
 // The split-K decode kernel (configuration 12), forced: every token count it serves (n8 token tiles
 // of 1, 2 and 4), weights off its 16-row and 128-column edges (8 rows and K = 32: one partial panel;
 // 72 x 160: a partial second panel; 200 x 4128: 33 panels, a cluster of 2; 1288 x 96: one warp per
