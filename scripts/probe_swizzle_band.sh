@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The device check of the band-fitting tile order (log §51; pending 10): on an H100 or an H200, the
+# sparse GPU tests and `qsgemm verify`; then at 70 random shapes where the plan's launch runs bands
+# of 4 tiles that pad it into more waves than a narrower band (h100/tuning/
+# tune_sparse24_band_fit_points.txt, from `scripts/band_fit_points.py --qsgemm build/qsgemm`: MODE M
+# N K CONFIGS, the plan's configuration and its cluster twin), each configuration in the library's
+# order and in bands of 4, 2 and 1 (`qsgemm tune sparse24 --swizzles 0,4,2,1 --interleave`); then
+# the sweep points of the fast_accum breaks at 4445 and 5379 tokens and their neighbours
+# (4041-5917). About 500 s (no tune starts after CAP, default 420 s); 5 files. Its JSON decides
+# Sparse24CardTraits::fits_swizzle_band per card.
+#   usage: scripts/probe_swizzle_band.sh OUT_DIR [BIN_DIR=.carry]
+# BIN_DIR: the build (libqsgemm.so.0[.gz], qsgemm, qsgemm_gpu_tests).
+set -u
+o=${1:?usage: probe_swizzle_band.sh OUT_DIR [BIN_DIR]}; B=${2:-.carry}; mkdir -p $o; S=$o/summary.txt
+t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
+[ -f $B/libqsgemm.so.0.gz ] && gzip -dkf $B/libqsgemm.so.0.gz
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > $S
+export QSGEMM_CUSPARSELT_LIB="$(python3 -c 'import nvidia.cusparselt as m; print(list(m.__path__)[0])' 2>/dev/null)/lib"
+export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64
+rc=0
+QSGEMM_REQUIRE_GPU=1 timeout 200 $B/qsgemm_gpu_tests --gtest_filter='Sparse24*:GemmExact.Sparse24*' > $o/gpu_tests.txt 2>&1 || rc=1
+echo "sparse GPU tests rc=$rc: $(grep -c '^\[       OK \]' $o/gpu_tests.txt) passed, $(tail -1 $o/gpu_tests.txt) ($(el) s)" >> $S
+$B/qsgemm verify > $o/verify.txt 2>&1 || rc=1; echo "verify: $(tail -1 $o/verify.txt) ($(el) s)" >> $S
+# One list, both modes alternating in a random order, so that a run cut short by CAP is a sample.
+j=$o/tune_sparse24_band_fit.jsonl
+while read -r mode m n k c; do
+  [ $(el) -lt ${CAP:-420} ] || break
+  fa=; [ $mode = fast ] && fa=--fast-accum
+  timeout 40 $B/qsgemm tune sparse24 --m $m --n $n --k $k $fa --interleave --configs $c --swizzles 0,4,2,1 \
+    --json $j >> $o/log.txt 2>&1
+done < bench/results/h100/tuning/tune_sparse24_band_fit_points.txt
+echo "tune: $(grep -c . $j) lines ($(el) s)" >> $S
+timeout 90 $B/qsgemm bench sparse24 --graph --ms 4041,4445,4890,5379,5917 --layers l3-70b.qkv,l3-8b.gate_up \
+  --json $o/sparse24_band_sweep_points.json >> $o/log.txt 2>&1
+echo "sweep points rc=$? ($(el) s)" >> $S
+cat $S
+exit $rc
