@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The device check of the band-fitting tile order (log §51; pending 10): on an H100 or an H200, the
-# sparse GPU tests and `qsgemm verify`; then at 70 random shapes where the plan's launch runs bands
-# of 4 tiles that pad it into more waves than a narrower band (h100/tuning/
-# tune_sparse24_band_fit_points.txt, from `scripts/band_fit_points.py --qsgemm build/qsgemm`: MODE M
-# N K CONFIGS, the plan's configuration and its cluster twin), each configuration in the library's
-# order and in bands of 4, 2 and 1 (`qsgemm tune sparse24 --swizzles 0,4,2,1 --interleave`); then
-# the sweep points of the fast_accum breaks at 4445 and 5379 tokens and their neighbours
-# (4041-5917). About 500 s (no tune starts after CAP, default 420 s); 5 files. Its JSON decides
-# Sparse24CardTraits::fits_swizzle_band per card.
+# The device check of the band-fitting tile order (log §51; pending 10), on an H100 or an H200:
+# 1. the sparse GPU tests and `qsgemm verify`;
+# 2. 99427f8's held-out check: the 128x192 tile against its cluster row at the 30 shapes of
+#    h100/tuning/tune_sparse24_swizzle_band_heldout_points.txt (~20 s);
+# 3. at the 70 random shapes of h100/tuning/tune_sparse24_band_fit_points.txt (MODE M N K CONFIGS,
+#    from `scripts/band_fit_points.py --qsgemm build/qsgemm`), where the plan's launch runs bands of
+#    4 tiles that pad it into more waves than a narrower band: the plan's configuration and its
+#    cluster twin in the library's order and in bands of 4, 2 and 1 (`qsgemm tune sparse24
+#    --swizzles 0,4,2,1 --interleave`); no tune starts after CAP (default 420 s);
+# 4. the sweep points of the fast_accum breaks at 4445 and 5379 tokens and their neighbours.
+# About 520 s; 6 files. Its JSON decides Sparse24CardTraits::fits_swizzle_band per card.
 #   usage: scripts/probe_swizzle_band.sh OUT_DIR [BIN_DIR=.carry]
 # BIN_DIR: the build (libqsgemm.so.0[.gz], qsgemm, qsgemm_gpu_tests).
 set -u
@@ -21,6 +23,14 @@ rc=0
 QSGEMM_REQUIRE_GPU=1 timeout 200 $B/qsgemm_gpu_tests --gtest_filter='Sparse24*:GemmExact.Sparse24*' > $o/gpu_tests.txt 2>&1 || rc=1
 echo "sparse GPU tests rc=$rc: $(grep -c '^\[       OK \]' $o/gpu_tests.txt) passed, $(tail -1 $o/gpu_tests.txt) ($(el) s)" >> $S
 $B/qsgemm verify > $o/verify.txt 2>&1 || rc=1; echo "verify: $(tail -1 $o/verify.txt) ($(el) s)" >> $S
+# 99427f8's held-out check (log §50): at 30 random shapes of 2451-4077 tokens its plan moved from
+# the 128x192 tile (bands of 4) to its 2x1 cluster row (CUTLASS's default order); both timed.
+h=$o/tune_sparse24_swizzle_band_heldout.jsonl
+while read -r m n k; do
+  timeout 30 $B/qsgemm tune sparse24 --m $m --n $n --k $k --interleave \
+    --configs 128x192x256_c1x1_coop,128x192x256_c2x1_coop --json $h >> $o/log.txt 2>&1
+done < bench/results/h100/tuning/tune_sparse24_swizzle_band_heldout_points.txt
+echo "heldout: $(grep -c . $h) lines ($(el) s)" >> $S
 # One list, both modes alternating in a random order, so that a run cut short by CAP is a sample.
 j=$o/tune_sparse24_band_fit.jsonl
 while read -r mode m n k c; do

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""CPU test of scripts/band_report.py: CUTLASS's padded tile counts as the C++ test
+Sparse24Heuristic.FittedBand has them, the rules' picks and summary on planted timings, and bad
+usage exiting 2.
+
+    python3 -m unittest discover -s tests/scripts -v      (or: ctest -L cpu -R check_cliffs_script)
+"""
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+import band_report  # noqa: E402
+
+FAST_C2 = "128x256x128_c2x1_coop_fastaccum"
+WIDE = "128x192x256_c1x1_coop"
+
+
+class BandReportTest(unittest.TestCase):
+    def run_main(self, *args):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = band_report.main(["band_report.py"] + list(args))
+        return rc, out.getvalue(), err.getvalue()
+
+    def write(self, rows):
+        f = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
+        self.addCleanup(os.unlink, f.name)
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+        f.close()
+        return f.name
+
+    def test_scheduled_tiles_as_the_cpp_test(self):
+        self.assertEqual(band_report.scheduled_tiles(FAST_C2, 4445, 10240, 4), 80 * 20)
+        self.assertEqual(band_report.scheduled_tiles(FAST_C2, 4445, 10240, 2), 80 * 18)
+        self.assertEqual(band_report.scheduled_tiles(FAST_C2, 4445, 10240, 1), 80 * 18)
+        self.assertEqual(band_report.scheduled_tiles(FAST_C2, 4096, 2560, 4), 24 * 16)
+        self.assertEqual(band_report.scheduled_tiles(FAST_C2, 4096, 2560, 2), 20 * 16)
+        self.assertEqual(band_report.fewest_waves(FAST_C2, 4445, 10240, 132, (4, 2, 1)), 2)
+        self.assertEqual(band_report.fewest_waves(FAST_C2, 4890, 10240, 132, (4, 2, 1)), 4)
+        self.assertEqual(band_report.fewest_waves(WIDE, 2048, 10240, 132, (4, 2, 1)), 1)
+        self.assertEqual(band_report.fewest_waves(WIDE, 2048, 10240, 132, (4, 2)), 4)
+
+    def test_rules(self):
+        def rows(m, n, name, us):
+            return [{"family": "sparse24", "M": m, "N": n, "K": 8192, "config": name + ("_sw%d" % b if b else ""),
+                     "us": u} for b, u in us.items()]
+        # 4445: band 2 fastest and fitted; 2048 on the 128x192 tile: band 1 fitted but slowest.
+        path = self.write(rows(4445, 10240, FAST_C2, {0: 330.0, 4: 330.0, 2: 300.0, 1: 320.0}) +
+                          rows(2048, 10240, WIDE, {4: 200.0, 2: 190.0, 1: 220.0}) +
+                          rows(5000, 8192, WIDE, {4: 100.0}))  # not timed in every band: left out
+        rc, out, err = self.run_main(path)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("2 points", out)
+        lines = {l.split()[0]: l for l in out.splitlines() if l.split()[0].isdigit()}
+        self.assertIn("fastest 2  fitted 2", lines["4445"])
+        self.assertIn("fastest 2  fitted 1", lines["2048"])
+        summary = {l.split()[0]: l for l in out.splitlines() if l.startswith("  ")}
+        # fewest-waves: 300/330 and 220/200; fewest-waves-2: 300/330 and 200/200; oracle 300/330, 190/200.
+        self.assertIn("1.100, 1 more than 2 % slower", summary["fewest-waves"])
+        self.assertIn("0.909-1.000, 0 more", summary["fewest-waves-2"])
+        self.assertIn("0.909-0.950, 0 more", summary["oracle"])
+
+    def test_bad_usage(self):
+        self.assertEqual(self.run_main()[0], 2)
+        self.assertEqual(self.run_main("/nonexistent.jsonl")[0], 2)
+        self.assertEqual(self.run_main(self.write([]), "--sms")[0], 2)
+        rc, out, err = self.run_main(self.write([{"family": "sparse24", "M": 1, "N": 1, "K": 1, "config": WIDE,
+                                                  "us": 1.0}]))
+        self.assertEqual(rc, 2)
+        self.assertIn("no point", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
