@@ -81,6 +81,9 @@ void check_problem(const char* fn, int64_t M, int64_t N, int64_t K, G gx, G gw, 
     detail::fail(fn, Status::kInvalidArgument, "options.config",
                  detail::cat("config ", o.config, " (", describe(o.config), ") serves M <= ", kernels::kSkinnyMaxM,
                              "; got M=", M));
+  if (o.max_swizzle != 0 && o.max_swizzle != 1 && o.max_swizzle != 2 && o.max_swizzle != 4 && o.max_swizzle != 8)
+    detail::fail(fn, Status::kInvalidArgument, "options.max_swizzle",
+                 detail::cat("max_swizzle=", o.max_swizzle, " must be 0 (the library's order), 1, 2, 4 or 8"));
   const int sc = o.skinny_cluster;
   if (sc != 0) {
     if (sc != 1 && sc != 2 && sc != 4 && sc != 8)
@@ -298,7 +301,8 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   a.sm_count = dev.sm_count;
   a.skinny_cluster = options.skinny_cluster;
   a.whole_last_tile = options.whole_last_tile;
-  const kernels::TileOrder order = kernels::blockwise_tile_order(M, N, plan.config);
+  const kernels::TileOrder order = options.max_swizzle > 0 ? kernels::TileOrder{options.max_swizzle, 1}
+                                                           : kernels::blockwise_tile_order(M, N, plan.config);
   a.swizzle = order.swizzle;
   a.raster = order.raster;
   if (plan.split_k == 1) return kernels::run_blockwise_gemm(a, plan.config, stream);

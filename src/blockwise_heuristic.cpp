@@ -166,6 +166,19 @@ TileOrder blockwise_tile_order(int64_t M, int64_t N, int config) {
   return M >= 2048 && N >= 4096 ? TileOrder{4, 1} : TileOrder{};
 }
 
+int64_t blockwise_scheduled_tiles(int config, int64_t M, int64_t N, int max_swizzle) {
+  const BlockwiseConfig& c = kBlockwiseConfigs[config];
+  return scheduled_ctas(ceil_div(ceil_div(M, c.tile_m), c.cluster_m) * c.cluster_m,
+                        ceil_div(ceil_div(N, c.tile_n), c.cluster_n) * c.cluster_n, c.cluster_m, c.cluster_n,
+                        max_swizzle);
+}
+
+int blockwise_fitted_band(int config, int64_t M, int64_t N, int sm_count) {
+  const BlockwiseConfig& c = kBlockwiseConfigs[config];
+  return fitted_band(ceil_div(ceil_div(M, c.tile_m), c.cluster_m) * c.cluster_m,
+                     ceil_div(ceil_div(N, c.tile_n), c.cluster_n) * c.cluster_n, c.cluster_m, c.cluster_n, sm_count);
+}
+
 namespace {
 
 // blockwise_choose for the pair as the tiles read it, without the expanded copy of x blocks.

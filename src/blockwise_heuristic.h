@@ -161,6 +161,13 @@ inline constexpr int64_t kBlockwiseSkinnyRuleMaxM = 16;
 // outnumbering weight tiles) the ping-pong schedule ran up to 1.3x slower, along M never
 // (tune_blockwise_pingpong_order.txt).
 TileOrder blockwise_tile_order(int64_t M, int64_t N, int config);
+// The CTA tiles CUTLASS's persistent scheduler runs for `config` on M tokens x N weight rows in
+// bands of max_swizzle (tile_order.h's scheduled_ctas: both counts padded to a whole band times the
+// cluster, the padded tiles run in full), and tile_order.h's fitted_band for it: the widest of 4, 2
+// and 1 with the fewest waves on sm_count SMs. Not the library's order yet: a narrower band reads
+// the weight more often, and no device has timed it (log §51, scripts/probe_swizzle_band.sh).
+int64_t blockwise_scheduled_tiles(int config, int64_t M, int64_t N, int max_swizzle);
+int blockwise_fitted_band(int config, int64_t M, int64_t N, int sm_count);
 
 // The heuristic's part of a plan: the configuration and the number of K slices for the options
 // (config: -1 or forced; split_k: 0 library, 1 none, >= 2 forced). with_workspace: the caller gives

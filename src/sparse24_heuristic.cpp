@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace qsgemm::kernels {
 
@@ -131,25 +132,26 @@ namespace {
 bool is_cluster_row(int config) { return kSparse24Configs[config].unit == Sparse24Unit::kCluster; }
 }  // namespace
 
-int64_t sparse24_scheduled_tiles(int config, int64_t tokens, int64_t N_out, int max_swizzle) {
+namespace {
+// The CTA tiles of `config` along CUTLASS's M (the weight rows) and N (the tokens), each a multiple
+// of its cluster side.
+std::pair<int64_t, int64_t> sparse24_ctas(int config, int64_t tokens, int64_t N_out) {
   const Sparse24ConfigRow& c = kSparse24Configs[config];
-  const auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
-  const int64_t tiles_m = round_up((N_out + c.tile_m - 1) / c.tile_m, c.cluster_m);
+  const int64_t rows = (N_out + c.tile_m - 1) / c.tile_m;
   const int64_t tile_cols = int64_t{c.tile_n} * c.cluster_n;
-  const int64_t cols = (tokens + tile_cols - 1) / tile_cols * c.cluster_n;
-  const int64_t band = sparse24_swizzle_band(tiles_m, cols, max_swizzle);
-  return round_up(tiles_m, band * c.cluster_m) * round_up(cols, band * c.cluster_n);
+  return {(rows + c.cluster_m - 1) / c.cluster_m * c.cluster_m, (tokens + tile_cols - 1) / tile_cols * c.cluster_n};
+}
+}  // namespace
+
+int64_t sparse24_scheduled_tiles(int config, int64_t tokens, int64_t N_out, int max_swizzle) {
+  const auto [ctas_m, ctas_n] = sparse24_ctas(config, tokens, N_out);
+  return scheduled_ctas(ctas_m, ctas_n, kSparse24Configs[config].cluster_m, kSparse24Configs[config].cluster_n,
+                        max_swizzle);
 }
 
 int sparse24_fitted_band(int config, int64_t tokens, int64_t N_out, int sm_count) {
-  if (sm_count <= 0) return 4;
-  const auto waves = [&](int band) {
-    return (sparse24_scheduled_tiles(config, tokens, N_out, band) + sm_count - 1) / sm_count;
-  };
-  int best = 4;
-  for (int band : {2, 1})
-    if (waves(band) < waves(best)) best = band;
-  return best;
+  const auto [ctas_m, ctas_n] = sparse24_ctas(config, tokens, N_out);
+  return fitted_band(ctas_m, ctas_n, kSparse24Configs[config].cluster_m, kSparse24Configs[config].cluster_n, sm_count);
 }
 
 // The cluster rows keep the common rule (from 4096 tokens), as they were measured. The fast 128x192
@@ -337,13 +339,6 @@ int64_t sparse24_oob_rows(int config, int64_t tokens) {
 
 int64_t sparse24_main_rows(int config, int64_t tokens) { return tokens / token_column(config) * token_column(config); }
 
-int64_t sparse24_swizzle_band(int64_t tiles_m, int64_t tiles_n, int max_swizzle) {
-  const int64_t shorter = std::min(tiles_m, tiles_n);
-  if (max_swizzle >= 8 && shorter >= 6) return 8;
-  if (max_swizzle >= 4 && shorter >= 3) return 4;
-  if (max_swizzle >= 2 && shorter >= 2) return 2;
-  return 1;
-}
 
 double sparse24_fast_wide_swizzled_rate(int64_t tokens, int64_t N, int sm_count, Sparse24Profile profile) {
   const int config = sparse24_detail::kFastWide.index;

@@ -175,7 +175,7 @@ Sparse24Profile sparse24_profile(double dram_gbps);
 // the pair's time, geomean 0.84x, 64 faster: h100/tuning/tune_sparse24_wide_whole_any_m.jsonl); the
 // H200's: from 4096 like the other tiles, at its fitted rate, and the pair kept on whole columns
 // (the H200 measured the pair as fast or faster at 1024-4096 tokens). counts_swizzle_band: whether
-// the model counts the tiles of a swizzle band's padding (sparse24_swizzle_band) in the promoted
+// the model counts the tiles of a swizzle band's padding (sparse24_scheduled_tiles) in the promoted
 // rows' waves. CUTLASS pads on both cards; counted on the H100's profile, checked on its probes
 // (log §50: 36 moved plans timed, 0.84-0.98x the old plan's time). Counted on the H200's it would
 // move plans at ~2 % of random shapes (the 128x128 pair and the 128x192 tile, both ways, from 4096
@@ -308,20 +308,14 @@ int64_t sparse24_oob_rows(int config, int64_t tokens);
 // launch of a plan with a tail.
 int64_t sparse24_main_rows(int config, int64_t tokens);
 
-// The swizzle band CUTLASS's persistent schedulers use for `max_swizzle` (TileOrder::swizzle) on
-// tiles_m x tiles_n CTA tiles (get_log_swizzle_size: narrower where the shorter side has few tiles).
-// They round both tile counts up to a whole band times the cluster and run the padded tiles in full
-// (no early exit), so a band of 4 on 18 token columns runs 20: sparse24_model_us counts them.
-int64_t sparse24_swizzle_band(int64_t tiles_m, int64_t tiles_n, int max_swizzle);
-
 // The CTA tiles CUTLASS's persistent scheduler runs for `config` on `tokens` tokens of an N-row
-// weight with `max_swizzle` (TileOrder::swizzle): both tile counts (the cluster's padding included)
-// rounded up to a whole band times the cluster.
+// weight with `max_swizzle` (TileOrder::swizzle; src/tile_order.h's scheduled_ctas): both tile
+// counts rounded up to a whole band times the cluster, the padded tiles run in full.
 int64_t sparse24_scheduled_tiles(int config, int64_t tokens, int64_t N_out, int max_swizzle);
 
-// The widest band of 4, 2 and 1 whose scheduled tiles take the fewest waves on `sm_count` SMs (>0):
-// on 18 token columns of 80 row tiles bands of 4 run 20 columns in 13 waves of 132, bands of 2 run
-// 18 in 11.
+// tile_order.h's fitted_band for `config`: the widest band of 4, 2 and 1 whose scheduled tiles take
+// the fewest waves on `sm_count` SMs. On 18 token columns of 80 row tiles bands of 4 run 20 columns
+// in 13 waves of 132, bands of 2 run 18 in 11.
 int sparse24_fitted_band(int config, int64_t tokens, int64_t N_out, int sm_count);
 
 // The factor on the fast 128x192 tile's rate at `tokens` on an N-row weight: its card traits'

@@ -1,7 +1,10 @@
 // The order in which CUTLASS's persistent tile scheduler walks the output tiles, as the host code
 // chooses it per problem (sparse24_tile_order, blockwise_tile_order) and passes it to the launchers
-// (Sparse24GemmArgs / BlockwiseGemmArgs::swizzle, raster). Host-only.
+// (Sparse24GemmArgs / BlockwiseGemmArgs::swizzle, raster), and the tiles that order runs. Host-only.
 #pragma once
+
+#include <algorithm>
+#include <cstdint>
 
 namespace qsgemm::kernels {
 
@@ -9,5 +12,37 @@ struct TileOrder {
   int swizzle = 1;  // output tiles per swizzle band: 1, 2, 4 or 8
   int raster = 0;   // 0: CUTLASS's heuristic, 1: along CUTLASS's M, 2: along its N
 };
+
+// The band CUTLASS's persistent schedulers use for `max_swizzle` (TileOrder::swizzle) on ctas_m x
+// ctas_n CTA tiles (get_log_swizzle_size: narrower where the shorter side has few tiles).
+inline int64_t swizzle_band(int64_t ctas_m, int64_t ctas_n, int max_swizzle) {
+  const int64_t shorter = std::min(ctas_m, ctas_n);
+  if (max_swizzle >= 8 && shorter >= 6) return 8;
+  if (max_swizzle >= 4 && shorter >= 3) return 4;
+  if (max_swizzle >= 2 && shorter >= 2) return 2;
+  return 1;
+}
+
+// The CTA tiles those schedulers run (tile_scheduler_params.h, initialize): both counts, each already
+// a multiple of its cluster side, rounded up to a whole band times the cluster. The padded tiles run
+// in full (the work tile's is_valid() checks only the linear index): a band of 4 on 18 columns runs 20.
+inline int64_t scheduled_ctas(int64_t ctas_m, int64_t ctas_n, int cluster_m, int cluster_n, int max_swizzle) {
+  const auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
+  const int64_t band = swizzle_band(ctas_m, ctas_n, max_swizzle);
+  return round_up(ctas_m, band * cluster_m) * round_up(ctas_n, band * cluster_n);
+}
+
+// The widest band of 4, 2 and 1 whose scheduled tiles take the fewest waves on sm_count SMs (4 for
+// sm_count <= 0).
+inline int fitted_band(int64_t ctas_m, int64_t ctas_n, int cluster_m, int cluster_n, int sm_count) {
+  if (sm_count <= 0) return 4;
+  const auto waves = [&](int band) {
+    return (scheduled_ctas(ctas_m, ctas_n, cluster_m, cluster_n, band) + sm_count - 1) / sm_count;
+  };
+  int best = 4;
+  for (int band : {2, 1})
+    if (waves(band) < waves(best)) best = band;
+  return best;
+}
 
 }  // namespace qsgemm::kernels

@@ -15,6 +15,7 @@
 #include "qsgemm/device.h"
 #include "qsgemm/sparse24.h"
 #include "qsgemm/w4a4.h"
+#include "blockwise_heuristic.h"
 #include "sparse24_heuristic.h"
 
 namespace qsgemm::cli {
@@ -25,7 +26,7 @@ const char* kPlanUsage =
     "usage: qsgemm plan sparse24 --m M --n N --k K [--fast-accum] [--no-workspace] [--card h100|h200]\n"
     "                            [--sms S] [--models] [--order]\n"
     "       qsgemm plan sparse24 --stdin [--fast-accum] [--no-workspace] [--card h100|h200] [--sms S] [--order]\n"
-    "       qsgemm plan blockwise --m M --n N --k K [--gx G] [--gw G] [--sms S]\n"
+    "       qsgemm plan blockwise --m M --n N --k K [--gx G] [--gw G] [--sms S] [--order]\n"
     "       qsgemm plan w4a4 --m L --n D --k D1 [--rank R] [--group 64|128] [--sms S]\n\n"
     "Prints the plan sparse24_linear runs for Y[M,N] = X[M,K]·W[N,K]ᵀ (M tokens, N output channels),\n"
     "computed on the CPU, one line per shape:\n"
@@ -37,8 +38,8 @@ const char* kPlanUsage =
     "stream-K, no split-K). --card picks the heuristic's card profile (default: the current GPU's by\n"
     "its DRAM bandwidth, the H200's without a GPU); --sms the SM count (default: the current GPU's, 132\n"
     "without one). --stdin reads 'M N K' lines instead of --m/--n/--k (scripts/replay_regret.py).\n"
-    "--order appends two fields: the band of tiles the main launch runs (CUTLASS's max swizzle) and, where\n"
-    "it runs bands, the band sparse24_fitted_band would give it (scripts/band_fit_points.py).\n"
+    "--order (sparse24, blockwise) appends two fields: the band of tiles the main launch runs (CUTLASS's max\n"
+    "swizzle) and, where it runs bands, the fitted band (src/tile_order.h; scripts/band_fit_points.py).\n"
     "--models (sparse24, one shape): then, fastest first, every configuration the model covers as\n"
     "'  config model_us' for one launch on all M tokens (a cluster row the plan does not weigh at this\n"
     "shape marked 'not weighed'), to see why the plan is what it is.\n"
@@ -163,8 +164,14 @@ int run_plan(int argc, char** argv) {
     p = w4a4_plan(M, N, K, rank, W4A4Options{}, a.sm_count, group);
     name = w4a4_config_name(p.config);
   }
-  std::printf("%lld %lld %lld %s %d - 0 -\n", static_cast<long long>(M), static_cast<long long>(N),
+  std::printf("%lld %lld %lld %s %d - 0 -", static_cast<long long>(M), static_cast<long long>(N),
               static_cast<long long>(K), name.c_str(), p.split_k);
+  if (a.order && family == "blockwise") {
+    const kernels::TileOrder order = kernels::blockwise_tile_order(M, N, p.config);
+    std::printf(" %d %d", order.swizzle,
+                order.swizzle > 1 ? kernels::blockwise_fitted_band(p.config, M, N, a.sm_count) : order.swizzle);
+  }
+  std::printf("\n");
   return 0;
 }
 

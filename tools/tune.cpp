@@ -45,6 +45,21 @@ bool parse_sweep_options(int argc, char** argv, int count, const std::function<i
   return true;
 }
 
+// --swizzles LIST (sparse24, blockwise): bands of tiles to time each configuration in, each 0 (the
+// library's order), 1, 2, 4 or 8 (the options' max_swizzle). Empty without the flag; false (after
+// printing why) on a bad item.
+bool parse_swizzles(int argc, char** argv, std::vector<int>* out) {
+  std::string v;
+  if (!arg_value(argc, argv, "--swizzles", &v)) return true;
+  if (!parse_int_list(v, 0, 9, "--swizzles", "a band", out)) return false;
+  for (int b : *out)
+    if (b != 0 && b != 1 && b != 2 && b != 4 && b != 8) {
+      std::fprintf(stderr, "qsgemm tune: --swizzles item %d is not 0 (the library's order), 1, 2, 4 or 8\n", b);
+      return false;
+    }
+  return true;
+}
+
 // Times run(config, stream) for every configuration of a table (or those of opt.only; L2 flushed,
 // median, graph replays), prints one line each (and one JSON line to jf when given) and the winner
 // next to the heuristic's pick (chosen = -1: the pick is not among them). Returns the process exit
@@ -148,6 +163,7 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   struct Item {
     int config, split;
     bool whole = false;  // --whole-last-tile: BlockwiseOptions::whole_last_tile
+    int swizzle = 0;     // --swizzles: BlockwiseOptions::max_swizzle (0: the library's order)
   };
   std::vector<Item> items;
   const bool splitting = arg_value(argc, argv, "--split-k", &v);
@@ -212,13 +228,26 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
           items.push_back({items[j].config, items[j].split, true});
       }
   }
+  // --swizzles LIST: each CUTLASS item once per listed band (BlockwiseOptions::max_swizzle; 0: the
+  // library's order, no name suffix).
+  std::vector<int> swizzles;
+  if (!clusters && !parse_swizzles(argc, argv, &swizzles)) return 2;
+  if (!swizzles.empty()) {
+    std::vector<Item> banded;
+    for (const Item& it : items)
+      if (it.config == skinny)
+        banded.push_back(it);
+      else
+        for (int b : swizzles) banded.push_back({it.config, it.split, it.whole, b});
+    items.swap(banded);
+  }
   DeviceBuffer ws(std::max<size_t>(ws_bytes, 16));
   // The heuristic's line: its configuration (with --split-k: what it runs given a workspace).
   const LinearPlan plan = blockwise_plan(M, N, K, gx, gw, BlockwiseOptions{}, sm_count);
   int chosen_item = -1;
   if (!clusters)
     for (size_t j = 0; j < items.size(); ++j)
-      if (items[j].whole == (only_whole && items[j].config != skinny) &&
+      if (items[j].whole == (only_whole && items[j].config != skinny) && items[j].swizzle == 0 &&
           (splitting ? items[j].config == plan.config && items[j].split == plan.split_k : items[j].config == chosen))
         chosen_item = static_cast<int>(j);
   std::string json;
@@ -230,7 +259,7 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
         if (clusters) return blockwise_config_name(skinny) + "_c" + std::to_string(kClusters[i]);
         const Item& it = items[static_cast<size_t>(i)];
         return blockwise_config_name(it.config) + (splitting ? "_splitk" + std::to_string(it.split) : std::string()) +
-               (it.whole ? "_wholelast" : "");
+               (it.whole ? "_wholelast" : "") + (it.swizzle > 0 ? "_sw" + std::to_string(it.swizzle) : std::string());
       },
       [&](int i, cudaStream_t st) {
         const Item& it = items[static_cast<size_t>(i)];
@@ -238,6 +267,7 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
         opt.config = it.config;
         if (clusters) opt.skinny_cluster = kClusters[i];
         opt.whole_last_tile = it.whole;
+        opt.max_swizzle = it.swizzle;
         if (!clusters) {
           opt.split_k = splitting ? it.split : 1;  // without --split-k: unsplit, as without a workspace
           opt.workspace = ws.get();
@@ -315,7 +345,7 @@ int run_tune(int argc, char** argv) {
         "                             [--gw block_128x128|group_1x128|per_row] [--skinny-clusters]\n"
         "                             [--split-k S1,S2,...] [--ld-align BYTES]\n"
         "                             [--whole-last-tile | --whole-last-tile-only]\n"
-        "                             [--configs NAME|I,...] [--interleave]\n"
+        "                             [--configs NAME|I,...] [--interleave] [--swizzles B1,B2,...]\n"
         "       qsgemm tune w4a4 --m M --n N --k K [--rank R] [--group 64|128] [--x-scale-ld LD] [--json FILE]\n"
         "                        [--configs NAME|I,...] [--interleave]\n\n"
         "Times every sparse24 kernel configuration on Y[M,N] = X[M,K]·W[N,K]ᵀ (bf16 output, per-token and\n"
@@ -330,9 +360,9 @@ int run_tune(int argc, char** argv) {
         "--ld-align starts the rows of X and W every round_up(K, BYTES) bytes (blockwise; default 16 = K).\n"
         "--x-scale-ld sets the W4A4 activation scales' leading dimension (>= M; default w4a4_x_scale_ld(M)).\n"
         "--fast-accum (sparse24): the heuristic's line is the plan of a fast-accumulation request.\n"
-        "--swizzles (sparse24) times each configuration once per listed band of tiles (1, 2, 4, 8; name suffix\n"
-        "_swB; Sparse24Options::max_swizzle; 0: the library's order, no suffix); the heuristic's line is its\n"
-        "configuration in the library's order.\n"
+        "--swizzles (sparse24, blockwise) times each configuration once per listed band of tiles (1, 2, 4, 8;\n"
+        "name suffix _swB; the options' max_swizzle; 0: the library's order, no suffix); list 0 for the\n"
+        "heuristic's line.\n"
         "--split-k times each CUTLASS configuration (of --configs, or all) with each listed split-K factor\n"
         "(1 = no split), given a workspace; the heuristic's line is its configuration with its split (for\n"
         "sparse24 the stream-K and decode configurations run once, unsplit).\n"
@@ -419,13 +449,8 @@ int run_tune(int argc, char** argv) {
   // --swizzles LIST: each CUTLASS item once per listed band (Sparse24Options::max_swizzle: 1, 2, 4 or 8;
   // 0: the library's order, no name suffix).
   std::vector<int> swizzles;
-  if (arg_value(argc, argv, "--swizzles", &v)) {
-    if (!parse_int_list(v, 0, 9, "--swizzles", "a band", &swizzles)) return 2;
-    for (int b : swizzles)
-      if (b != 0 && b != 1 && b != 2 && b != 4 && b != 8) {
-        std::fprintf(stderr, "qsgemm tune: --swizzles item %d is not 0 (the library's order), 1, 2, 4 or 8\n", b);
-        return 2;
-      }
+  if (!parse_swizzles(argc, argv, &swizzles)) return 2;
+  if (!swizzles.empty()) {
     std::vector<Item> banded;
     for (const Item& it : items)
       if (sparse24_config(it.config).skinny)

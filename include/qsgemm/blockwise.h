@@ -71,6 +71,11 @@ struct BlockwiseOptions : LinearOptions {
   // (what the library did before it loaded only the tile's rows), for same-run comparisons
   // (`qsgemm tune blockwise --whole-last-tile`). Same results; slower. Ignored by the skinny kernel.
   bool whole_last_tile = false;
+  // Tuning: 0 (default) the library's tile order; 1, 2, 4 or 8 runs bands of that many tiles
+  // (CUTLASS's max_swizzle_size, narrower where the shorter side has few tiles) rastered along M,
+  // for same-run comparisons (`qsgemm tune blockwise --swizzles`). Same results. Other values:
+  // kInvalidArgument. Ignored by the skinny kernel.
+  int max_swizzle = 0;
 };
 
 // ---- configurations (one table: src/kernels/sm90/blockwise/sm90_blockwise_configs.h) ----------

@@ -239,6 +239,22 @@ TEST(BlockwiseValidation, SkinnyCluster) {
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "skinny_cluster=2 x 2 warps", "options.skinny_cluster");
 }
 
+// The tuning band of tiles (BlockwiseOptions::max_swizzle): 0 (the library's order), 1, 2, 4 or 8.
+TEST(BlockwiseValidation, MaxSwizzle) {
+  for (int bad : {-1, 3, 16}) {
+    Case c;
+    c.opt.max_swizzle = bad;
+    expect_error([&] { c.run(); }, Status::kInvalidArgument,
+                 "max_swizzle=" + std::to_string(bad) + " must be 0 (the library's order), 1, 2, 4 or 8",
+                 "options.max_swizzle");
+  }
+  for (int ok : {0, 1, 2, 4, 8}) {
+    BlockwiseOptions o;
+    o.max_swizzle = ok;
+    EXPECT_NO_THROW(blockwise_plan(4096, 4096, 4096, G::kGroup1x128, G::kBlock128x128, o, 132)) << ok;
+  }
+}
+
 // Split-K: 0 (library), 1 (none) or a forced 2..16 that needs whole groups per slice, a CUTLASS
 // configuration and a large enough, aligned workspace. All checked before the GPU.
 TEST(BlockwiseValidation, SplitK) {
@@ -642,6 +658,36 @@ TEST(BlockwiseHeuristic, TileOrder) {
         EXPECT_EQ(o.swizzle, 1) << name << " " << M << "x" << N;
         EXPECT_EQ(o.raster, 1) << name << " " << M << "x" << N << ": along M";
       }
+}
+
+// The tiles CUTLASS's scheduler runs in bands (both counts padded to a whole band times the
+// cluster) and the fitted band (fewest waves, widest first). The sweep's breaks on l3-70b.down
+// (8192 rows, 64 tiles): 2074 tokens are 17 token tiles, run as 20 in bands of 4 (10 waves of 132)
+// and as 18 in bands of 2 (9 waves).
+TEST(BlockwiseHeuristic, FittedBand) {
+  const int sq = blockwise_config_index("128x128x128_c1x1_coop"), c12 = blockwise_config_index("128x128x128_c1x2_coop");
+  EXPECT_EQ(kernels::blockwise_scheduled_tiles(sq, 2074, 8192, 4), 20 * 64);
+  EXPECT_EQ(kernels::blockwise_scheduled_tiles(sq, 2074, 8192, 2), 18 * 64);
+  EXPECT_EQ(kernels::blockwise_scheduled_tiles(sq, 2074, 8192, 1), 17 * 64);
+  EXPECT_EQ(kernels::blockwise_fitted_band(sq, 2074, 8192, 132), 2);
+  EXPECT_EQ(kernels::blockwise_fitted_band(sq, 2509, 8192, 132), 4);  // 20 token tiles: whole bands
+  // The 1x2 cluster pads the weight's tiles to the band times 2: 4100 rows are 33 tiles, 34 in
+  // clusters, 40 in bands of 4 (x 2), 36 in bands of 2.
+  EXPECT_EQ(kernels::blockwise_scheduled_tiles(c12, 4096, 4100, 4), 32 * 40);
+  EXPECT_EQ(kernels::blockwise_scheduled_tiles(c12, 4096, 4100, 2), 32 * 36);
+  for (int64_t m = 2048; m <= 16384; m += 89)
+    for (int64_t n : {4096, 7168, 8192, 28672, 57344})
+      for (int config : {sq, c12}) {
+        const int band = kernels::blockwise_fitted_band(config, m, n, 132);
+        const auto waves = [&](int b) { return (kernels::blockwise_scheduled_tiles(config, m, n, b) + 131) / 132; };
+        ASSERT_TRUE(band == 4 || band == 2 || band == 1) << band;
+        for (int b : {4, 2, 1}) {
+          EXPECT_LE(waves(band), waves(b)) << m << "x" << n << " config " << config;
+          if (b > band) EXPECT_LT(waves(band), waves(b)) << m << "x" << n << " config " << config;
+        }
+      }
+  // Not the library's order yet.
+  EXPECT_EQ(kernels::blockwise_tile_order(2074, 8192, sq).swizzle, 4);
 }
 
 // Split-K (given a workspace): only the CUTLASS tiles, only where one CTA per tile streams the

@@ -730,12 +730,12 @@ TEST(Sparse24CostModel, PairRateOnNarrowWeights) {
 TEST(Sparse24CostModel, SwizzleBandPaddingCounted) {
   using kernels::Sparse24Profile;
   // CUTLASS's get_log_swizzle_size: the band narrows where the shorter side has few tiles.
-  EXPECT_EQ(kernels::sparse24_swizzle_band(80, 18, 4), 4);
-  EXPECT_EQ(kernels::sparse24_swizzle_band(80, 2, 4), 2);
-  EXPECT_EQ(kernels::sparse24_swizzle_band(1, 50, 4), 1);
-  EXPECT_EQ(kernels::sparse24_swizzle_band(10, 10, 1), 1);
-  EXPECT_EQ(kernels::sparse24_swizzle_band(10, 10, 8), 8);
-  EXPECT_EQ(kernels::sparse24_swizzle_band(10, 5, 8), 4);
+  EXPECT_EQ(kernels::swizzle_band(80, 18, 4), 4);
+  EXPECT_EQ(kernels::swizzle_band(80, 2, 4), 2);
+  EXPECT_EQ(kernels::swizzle_band(1, 50, 4), 1);
+  EXPECT_EQ(kernels::swizzle_band(10, 10, 1), 1);
+  EXPECT_EQ(kernels::swizzle_band(10, 10, 8), 8);
+  EXPECT_EQ(kernels::swizzle_band(10, 5, 8), 4);
   // The promoted 128x192 tile runs swizzled from 2048 tokens on the H100 profile: on 14 token
   // columns the scheduler runs 16, so 13 columns and one token cost what 16 whole columns do.
   const int wide = kernels::sparse24_detail::kWide.index;

@@ -66,6 +66,7 @@ struct Case {
   // expanded copy has), same options: Y equal bit for bit.
   bool same_bits_as_x_groups = false;
   bool same_bits_whole = false;  // a second run with BlockwiseOptions::whole_last_tile: Y equal bit for bit
+  int band = 0;  // BlockwiseOptions::max_swizzle; nonzero: a second run in the library's order, Y equal bit for bit
 
   std::string str() const {
     return "M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) + " x_scale=" +
@@ -76,7 +77,7 @@ struct Case {
            " pads=" + std::to_string(pad_x) + "/" + std::to_string(pad_w) + "/" + std::to_string(pad_y) + "/" +
            std::to_string(pad_sx) + " guard_rows=" + std::to_string(guard_rows) +
            " same_bits_as=" + std::to_string(same_bits_as) + (same_bits_as_x_groups ? " same_bits_as_x_groups" : "") +
-           (same_bits_whole ? " same_bits_whole" : "");
+           (same_bits_whole ? " same_bits_whole" : "") + (band ? " band=" + std::to_string(band) : "");
   }
 };
 
@@ -174,6 +175,7 @@ void run_case(const Case& c, std::mt19937& rng, cudaStream_t stream) {
   BlockwiseOptions opt;
   opt.config = c.config;
   opt.skinny_cluster = c.skinny_cluster;
+  opt.max_swizzle = c.band;
   opt.split_k = c.split_k;
   // The workspace is poisoned with NaN: a slice element the GEMM did not write would reach Y.
   DeviceBuffer<uint8_t> d_ws(1);
@@ -196,12 +198,13 @@ void run_case(const Case& c, std::mt19937& rng, cudaStream_t stream) {
   ASSERT_TRUE(std::all_of(with_guard.begin(), with_guard.begin() + guard_bytes, [](uint8_t b) { return b == 0xFF; }))
       << "rows before Y were written";
   const std::vector<uint8_t> raw(with_guard.begin() + guard_bytes, with_guard.end());
-  if (c.same_bits_as >= 0 || c.same_bits_whole) {
+  if (c.same_bits_as >= 0 || c.same_bits_whole || c.band) {
     DeviceBuffer<uint8_t> d_y2(raw.size());
     d_y2.poison(0xFF);
     BlockwiseOptions opt2 = opt;
     if (c.same_bits_as >= 0) opt2.config = c.same_bits_as;
     opt2.whole_last_tile = c.same_bits_whole;
+    opt2.max_swizzle = 0;
     try {
       blockwise_linear(x, x_scale, w, w_scale, bias, MatrixView(d_y2.get(), c.out, M, N, ldy), opt2, stream);
     } catch (const Error& e) {
@@ -209,7 +212,7 @@ void run_case(const Case& c, std::mt19937& rng, cudaStream_t stream) {
     }
     QSGEMM_CUDA_OK(cudaStreamSynchronize(stream));
     ASSERT_TRUE(d_y2.download() == raw) << "configs " << c.config << " and " << opt2.config << " (whole last tile "
-                                        << opt2.whole_last_tile << ") differ";
+                                        << opt2.whole_last_tile << ", bands of " << c.band << ") differ";
   }
   if (c.same_bits_as_x_groups) {
     ASSERT_EQ(c.gx, G::kBlock128x128);
@@ -473,6 +476,30 @@ TEST_F(BlockwiseGpu, ClampedRowsSameBitsAsPlainTile) {
       }
     }
   }
+}
+
+// The tuning option's bands of tiles (BlockwiseOptions::max_swizzle, what `qsgemm tune blockwise
+// --swizzles` times): the order of the tiles changes, not their sums. The 128x128 tiles and their
+// 1x2 cluster on 1100 tokens x 776 rows (9 token tiles, 7 weight tiles, 8 in clusters: every band
+// pads one side or both), each band against the float64 reference and bit for bit against the
+// library's order.
+TEST_F(BlockwiseGpu, TileBandsSameBits) {
+  std::mt19937 rng(734);
+  int cases = 0;
+  for (const char* name : {"128x128x128_c1x1_coop", "128x128x128_c1x2_coop"})
+    for (int band : {1, 2, 4, 8}) {
+      Case c;
+      c.M = 1100;
+      c.N = 776;
+      c.K = 512;
+      c.config = blockwise_config_index(name);
+      c.band = band;
+      c.out = band % 2 ? DType::kBF16 : DType::kF32;
+      run_case(c, rng, stream_);
+      if (HasFatalFailure()) return;
+      ++cases;
+    }
+  EXPECT_EQ(cases, 8);
 }
 
 // The last token tile loads only its rows of X (sm90_blockwise_last_tile_rows.cuh): every CUTLASS

@@ -18,7 +18,8 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 import band_fit_points  # noqa: E402
 
-# A stand-in for `qsgemm plan sparse24`: --models lists the table (T_c1x1_coop has a twin T_c2x1_coop,
+# A stand-in for `qsgemm plan sparse24` and `plan blockwise --order` (the 1x2 cluster from 8192 rows,
+# fitted band 1 where M % 5 == 0). sparse24: --models lists the table (T_c1x1_coop has a twin T_c2x1_coop,
 # F_c2x1_fast none); --stdin --order plans T_c1x1_coop (F_c2x1_fast with --fast-accum), runs bands of 4,
 # fits 2 where M % 3 == 0, and has a tail launch where M % 7 == 0. EXIT: exit with that status.
 FAKE = r'''#!/usr/bin/env python3
@@ -28,12 +29,19 @@ if EXIT:
     print("broken", file=sys.stderr)
     sys.exit(EXIT)
 args = sys.argv[1:]
-if args[:2] != ["plan", "sparse24"]:
+if args[:2] not in (["plan", "sparse24"], ["plan", "blockwise"]):
     sys.exit(9)
 if "--models" in args:
     print("4096 8192 8192 T_c1x1_coop 1 - 0 1.00")
     for name in ("T_c1x1_coop", "T_c2x1_coop", "F_c2x1_fast"):
         print("  %%s 1.00" %% name)
+    sys.exit(0)
+if args[:2] == ["plan", "blockwise"]:
+    if "--order" not in args:
+        sys.exit(9)
+    m, n, k = (int(args[args.index(f) + 1]) for f in ("--m", "--n", "--k"))
+    cfg = "128x128x128_c1x2_coop" if n >= 8192 else "128x128x128_c1x1_coop"
+    print(m, n, k, cfg, 1, "-", 0, "-", 4, 1 if m %% 5 == 0 else 4)
     sys.exit(0)
 if "--stdin" not in args or "--order" not in args or "--card" not in args:
     sys.exit(9)
@@ -81,6 +89,18 @@ class BandFitPointsTest(unittest.TestCase):
             self.assertEqual(configs, "T_c1x1_coop,T_c2x1_coop" if mode == "default" else "F_c2x1_fast")
         self.assertIn("default:", err)
         self.assertIn("fast:", err)
+
+    def test_blockwise(self):
+        rc, out, err = self.run_main(*self.common("--family", "blockwise", "--draw", "60", "--count", "5"))
+        self.assertEqual(rc, 0, err)
+        lines = [line.split() for line in out.splitlines()]
+        self.assertEqual(len(lines), 5)
+        for mode, m, n, k, configs in lines:
+            self.assertEqual(mode, "blockwise")
+            self.assertEqual(int(m) % 5, 0)
+            self.assertEqual(configs, "128x128x128_c1x2_coop,128x128x128_c1x1_coop" if int(n) >= 8192
+                             else "128x128x128_c1x1_coop,128x128x128_c1x2_coop")
+        self.assertEqual(self.run_main(*self.common("--family", "dense"))[0], 2)
 
     def test_seed(self):
         out = self.run_main(*self.common())[1]
