@@ -4,10 +4,10 @@ band of 4 pads the launch into more waves, and what each candidate rule would ha
 
 usage: scripts/band_report.py FILE.jsonl [--sms 132]
 
-FILE holds `qsgemm tune sparse24 --swizzles 0,4,2,1` lines: each configuration's name with the
-suffix _swB for bands of B (none for the library's order). For every point and configuration timed
+FILE holds `qsgemm tune sparse24|blockwise --swizzles 0,4,2,1` lines: each configuration's name with
+the suffix _swB for bands of B (none for the library's order). For every point and configuration timed
 in bands of 4, 2 and 1 it prints the waves each band runs (CUTLASS's rounding of both tile counts to
-a whole band times the cluster, as src/sparse24_heuristic.cpp's sparse24_scheduled_tiles), the
+a whole band times the cluster, as src/tile_order.h's scheduled_ctas), the
 times of bands 2 and 1 over band 4's, and the fastest band. Then, over all points, the geometric mean
 and the range of time(rule's band) / time(band 4) for the rules:
   fewest-waves    the widest of 4, 2, 1 with the fewest waves (sparse24_fitted_band)
@@ -31,42 +31,46 @@ def parse_config(name):
     return int(dims[0]), int(dims[1]), int(cl[0]), int(cl[1])
 
 
-def scheduled_tiles(name, tokens, n_out, max_swizzle):
-    """CUTLASS's persistent scheduler's tile count (tile_scheduler_params.h): both counts, the
-    cluster's padding included, rounded up to a whole band (get_log_swizzle_size) times the cluster."""
+def scheduled_tiles(name, tokens, n_out, max_swizzle, family="sparse24"):
+    """CUTLASS's persistent scheduler's tile count (tile_scheduler_params.h; src/tile_order.h's
+    scheduled_ctas): both counts, the cluster's padding included, rounded up to a whole band
+    (get_log_swizzle_size) times the cluster. CUTLASS's M is the weight rows for sparse24 (the
+    swap-and-transpose), the tokens for blockwise."""
     tm, tn, cm, cn = parse_config(name)
     up = lambda x, t: -(-x // t) * t  # noqa: E731
-    tiles_m = up(-(-n_out // tm), cm)
-    cols = -(-tokens // (tn * cn)) * cn
-    short = min(tiles_m, cols)
+    if family == "blockwise":
+        ctas_m, ctas_n = up(-(-tokens // tm), cm), up(-(-n_out // tn), cn)
+    else:
+        ctas_m, ctas_n = up(-(-n_out // tm), cm), -(-tokens // (tn * cn)) * cn
+    short = min(ctas_m, ctas_n)
     band = 8 if max_swizzle >= 8 and short >= 6 else 4 if max_swizzle >= 4 and short >= 3 else \
         2 if max_swizzle >= 2 and short >= 2 else 1
-    return up(tiles_m, band * cm) * up(cols, band * cn)
+    return up(ctas_m, band * cm) * up(ctas_n, band * cn)
 
 
-def waves(name, tokens, n_out, band, sms):
-    return -(-scheduled_tiles(name, tokens, n_out, band) // sms)
+def waves(name, tokens, n_out, band, sms, family="sparse24"):
+    return -(-scheduled_tiles(name, tokens, n_out, band, family) // sms)
 
 
-def fewest_waves(name, tokens, n_out, sms, bands):
+def fewest_waves(name, tokens, n_out, sms, bands, family="sparse24"):
     best = bands[0]
     for b in bands[1:]:
-        if waves(name, tokens, n_out, b, sms) < waves(name, tokens, n_out, best, sms):
+        if waves(name, tokens, n_out, b, sms, family) < waves(name, tokens, n_out, best, sms, family):
             best = b
     return best
 
 
 def points(lines):
-    """{(M, N, K, config): {band: us}} (band 0: the library's order)."""
+    """{(family, M, N, K, config): {band: us}} (band 0: the library's order)."""
     out = collections.OrderedDict()
     for r in lines:
-        if r.get("family") != "sparse24" or r.get("us", -1) <= 0:
+        if r.get("family") not in ("sparse24", "blockwise") or r.get("us", -1) <= 0:
             continue
         name, band = r["config"], 0
         if "_sw" in name:
             name, b = name.rsplit("_sw", 1)
             band = int(b)
-        out.setdefault((r["M"], r["N"], r["K"], name), {})[band] = r["us"]
+        out.setdefault((r["family"], r["M"], r["N"], r["K"], name), {})[band] = r["us"]
     return out
 
 
@@ -96,13 +100,13 @@ def main(argv):
         return 2
     ratios = {r: [] for r in RULES}
     n = 0
-    for (m, n_out, k, name), t in points(lines).items():
+    for (family, m, n_out, k, name), t in points(lines).items():
         if not all(b in t for b in (4, 2, 1)):
             continue
         n += 1
-        w = {b: waves(name, m, n_out, b, sms) for b in (4, 2, 1)}
-        pick = {"fewest-waves": fewest_waves(name, m, n_out, sms, (4, 2, 1)),
-                "fewest-waves-2": fewest_waves(name, m, n_out, sms, (4, 2)),
+        w = {b: waves(name, m, n_out, b, sms, family) for b in (4, 2, 1)}
+        pick = {"fewest-waves": fewest_waves(name, m, n_out, sms, (4, 2, 1), family),
+                "fewest-waves-2": fewest_waves(name, m, n_out, sms, (4, 2), family),
                 "oracle": min((4, 2, 1), key=lambda b: t[b])}
         for r in RULES:
             ratios[r].append(t[pick[r]] / t[4])

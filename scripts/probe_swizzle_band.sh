@@ -10,7 +10,11 @@
 #    --swizzles 0,4,2,1 --interleave`); no tune starts after CAP (default 420 s);
 # 4. the sweep points of the fast_accum breaks at 4445 and 5379 tokens and their neighbours.
 # About 520 s; 6 files. Its JSON decides Sparse24CardTraits::fits_swizzle_band per card.
-#   usage: scripts/probe_swizzle_band.sh OUT_DIR [BIN_DIR=.carry]
+# PART=blockwise instead (~400 s): the blockwise band tests, the 24 shapes of
+# h100/tuning/tune_blockwise_band_fit_points.txt (the 128x128 tile and its 1x2 cluster, 1x128
+# activations x 128x128 weight blocks, in the library's order and in bands of 4, 2 and 1), and the
+# blockwise sweep's breaks on l3-70b.down at 2074-3036 tokens.
+#   usage: [PART=blockwise] scripts/probe_swizzle_band.sh OUT_DIR [BIN_DIR=.carry]
 # BIN_DIR: the build (libqsgemm.so.0[.gz], qsgemm, qsgemm_gpu_tests).
 set -u
 o=${1:?usage: probe_swizzle_band.sh OUT_DIR [BIN_DIR]}; B=${2:-.carry}; mkdir -p $o; S=$o/summary.txt
@@ -20,6 +24,23 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > $S
 export QSGEMM_CUSPARSELT_LIB="$(python3 -c 'import nvidia.cusparselt as m; print(list(m.__path__)[0])' 2>/dev/null)/lib"
 export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64
 rc=0
+if [ "${PART:-}" = blockwise ]; then
+  QSGEMM_REQUIRE_GPU=1 timeout 200 $B/qsgemm_gpu_tests --gtest_filter='BlockwiseGpu.TileBandsSameBits:BlockwiseGpu.LastTile*' \
+    > $o/gpu_tests.txt 2>&1 || rc=1
+  echo "blockwise GPU tests rc=$rc: $(grep -c '^\[       OK \]' $o/gpu_tests.txt) passed, $(tail -1 $o/gpu_tests.txt) ($(el) s)" >> $S
+  j=$o/tune_blockwise_band_fit.jsonl
+  while read -r mode m n k c; do
+    [ $(el) -lt ${CAP:-360} ] || break
+    timeout 40 $B/qsgemm tune blockwise --m $m --n $n --k $k --interleave --configs $c --swizzles 0,4,2,1 \
+      --json $j >> $o/log.txt 2>&1
+  done < bench/results/h100/tuning/tune_blockwise_band_fit_points.txt
+  echo "tune: $(grep -c . $j) lines ($(el) s)" >> $S
+  timeout 120 $B/qsgemm bench blockwise --graph --ms 2074,2281,2509,2760,3036 --layers l3-70b.down \
+    --json $o/blockwise_band_sweep_points.json >> $o/log.txt 2>&1
+  echo "sweep points rc=$? ($(el) s)" >> $S
+  cat $S
+  exit $rc
+fi
 QSGEMM_REQUIRE_GPU=1 timeout 200 $B/qsgemm_gpu_tests --gtest_filter='Sparse24*:GemmExact.Sparse24*' > $o/gpu_tests.txt 2>&1 || rc=1
 echo "sparse GPU tests rc=$rc: $(grep -c '^\[       OK \]' $o/gpu_tests.txt) passed, $(tail -1 $o/gpu_tests.txt) ($(el) s)" >> $S
 $B/qsgemm verify > $o/verify.txt 2>&1 || rc=1; echo "verify: $(tail -1 $o/verify.txt) ($(el) s)" >> $S
