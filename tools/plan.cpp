@@ -52,7 +52,7 @@ struct PlanArgs {
   bool with_workspace = true;
   kernels::Sparse24Profile profile = kernels::Sparse24Profile::kH200;
   int sm_count = 132;
-  bool order = false;  // --order: append the main launch's band (TileOrder::swizzle)
+  bool order = false;  // --order: append the main launch's band (TileOrder::swizzle) and the fitted band
 };
 
 std::string plan_line(int64_t M, int64_t N, int64_t K, const PlanArgs& a) {

@@ -18,8 +18,6 @@
 #include "qsgemm/formats.h"
 #include "qsgemm/sparse24.h"
 #include "qsgemm/w4a4.h"
-#include "linear_common.h"
-#include "sparse24_heuristic.h"
 
 namespace qsgemm::cli {
 namespace {
@@ -231,7 +229,11 @@ int tune_blockwise(int argc, char** argv, int64_t M, int64_t N, int64_t K, int s
   // --swizzles LIST: each CUTLASS item once per listed band (BlockwiseOptions::max_swizzle; 0: the
   // library's order, no name suffix).
   std::vector<int> swizzles;
-  if (!clusters && !parse_swizzles(argc, argv, &swizzles)) return 2;
+  if (!parse_swizzles(argc, argv, &swizzles)) return 2;
+  if (clusters && !swizzles.empty()) {
+    std::fprintf(stderr, "qsgemm tune: --swizzles applies to the CUTLASS configurations, not with --skinny-clusters\n");
+    return 2;
+  }
   if (!swizzles.empty()) {
     std::vector<Item> banded;
     for (const Item& it : items)
@@ -482,16 +484,10 @@ int run_tune(int argc, char** argv) {
   Sparse24Options plan_options;
   plan_options.fast_accum = fast_accum;
   const LinearPlan plan = sparse24_plan(M, N, K, plan_options, d.sm_count);
-  // With --swizzles, the pick's line is the band the library runs it in.
-  const int plan_swizzle =
-      kernels::sparse24_tile_order(M, N, plan.config, d.sm_count, kernels::sparse24_profile(detail::device_dram_gbps(-1)))
-          .swizzle;
   int chosen = -1;
   for (size_t j = 0; j < items.size(); ++j)
     if (items[j].whole == (only_whole && !sparse24_config(items[j].config).skinny) && items[j].config == plan.config &&
-        (!splitting || std::max(items[j].split, 1) == plan.split_k) &&
-        (swizzles.empty() || items[j].swizzle == 0 ||
-         (std::find(swizzles.begin(), swizzles.end(), 0) == swizzles.end() && items[j].swizzle == plan_swizzle)))
+        (!splitting || std::max(items[j].split, 1) == plan.split_k) && items[j].swizzle == 0)
       chosen = static_cast<int>(j);
   // A plan with a tail launch is not one configuration: time it as its own line (config -1 runs
   // the library's plan).
