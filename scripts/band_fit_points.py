@@ -5,7 +5,7 @@ narrower band would (CUTLASS rounds both tile counts up to a whole band; sparse2
 
 usage: scripts/band_fit_points.py --qsgemm QSGEMM [--family sparse24|blockwise] [--card h100|h200]
                                   [--count 35] [--draw 3000] [--seed 7501] [--m A-B] [--n N1,...]
-                                  [--k K1,...]
+                                  [--k K1,...] [--runs 2]
 
 sparse24: for each accumulation mode, draws --draw shapes (M uniform in A-B, default 2048-16383; N
 and K from the lists), asks `qsgemm plan sparse24 --stdin --order` (tools/plan.cpp) for the plan,
@@ -15,7 +15,9 @@ cut short is a sample of both), as "MODE M N K CONFIGS" lines: MODE default or f
 plan's configuration and, where it has one, its cluster twin (the same tile over a 2x1 or 1x1
 cluster). blockwise: the same with `qsgemm plan blockwise --order` (one call a shape; 1x128
 activations, 128x128 weight blocks), MODE blockwise, the twin the 1x2 cluster of the 128x128 tile.
-On stderr: how many shapes qualified per mode, by configuration and fitted band.
+With --runs 2, the shapes whose main launch runs bands of 2 instead (the held-out points of a build
+that runs the fitted band). On stderr: how many shapes qualified per mode, by configuration and
+fitted band.
 
 Exit status 0; 2 on bad usage or when `qsgemm plan` fails. Standard library only.
 """
@@ -77,7 +79,8 @@ def config_names(qsgemm):
 
 def main(argv):
     opts = {"--qsgemm": None, "--family": "sparse24", "--card": "h100", "--count": "35", "--draw": "3000",
-            "--seed": "7501", "--m": "2048-16383", "--n": ",".join(map(str, NS)), "--k": ",".join(map(str, KS))}
+            "--seed": "7501", "--m": "2048-16383", "--n": ",".join(map(str, NS)), "--k": ",".join(map(str, KS)),
+            "--runs": ""}
     args = argv[1:]
     for i in range(0, len(args), 2):
         if args[i] not in opts or i + 1 >= len(args):
@@ -104,7 +107,7 @@ def main(argv):
             shapes = sorted({(rng.randint(lo, hi), rng.choice(ns), rng.choice(ks)) for _ in range(draw)})
             lines = blockwise_lines(opts["--qsgemm"], shapes) if blockwise else \
                 plan_lines(opts["--qsgemm"], shapes, opts["--card"], mode == "fast")
-            kept = [f for f in lines if f[5] == "-" and f[8] != f[9]]
+            kept = [f for f in lines if f[5] == "-" and (f[8] == opts["--runs"] if opts["--runs"] else f[8] != f[9])]
             print("%s: %d of %d shapes; %s" % (mode, len(kept), len(shapes), dict(collections.Counter(
                 (f[3], f[9]) for f in kept).most_common())), file=sys.stderr)
             rng.shuffle(kept)

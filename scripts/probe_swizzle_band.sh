@@ -14,7 +14,13 @@
 # h100/tuning/tune_blockwise_band_fit_points.txt (the 128x128 tile and its 1x2 cluster, 1x128
 # activations x 128x128 weight blocks, in the library's order and in bands of 4, 2 and 1), and the
 # blockwise sweep's breaks on l3-70b.down at 2074-3036 tokens.
-#   usage: [PART=blockwise] scripts/probe_swizzle_band.sh OUT_DIR [BIN_DIR=.carry]
+# PART=heldout (~200 s), for a build that runs the fitted band: `qsgemm verify`; each plan's
+# configuration in the library's order and in bands of 4 at the held-out shapes whose launch runs
+# bands of 2 (h100/tuning/tune_{sparse24,blockwise}_band_fit_heldout_points.txt, from
+# `scripts/band_fit_points.py --runs 2`); the 128x192 tile (now in its fitted band) against its
+# cluster row at 99427f8's 30 held-out shapes, where the model keeps the cluster row; the sweep
+# points of the breaks.
+#   usage: [PART=blockwise|heldout] scripts/probe_swizzle_band.sh OUT_DIR [BIN_DIR=.carry]
 # BIN_DIR: the build (libqsgemm.so.0[.gz], qsgemm, qsgemm_gpu_tests).
 set -u
 o=${1:?usage: probe_swizzle_band.sh OUT_DIR [BIN_DIR]}; B=${2:-.carry}; mkdir -p $o; S=$o/summary.txt
@@ -24,6 +30,30 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > $S
 export QSGEMM_CUSPARSELT_LIB="$(python3 -c 'import nvidia.cusparselt as m; print(list(m.__path__)[0])' 2>/dev/null)/lib"
 export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64
 rc=0
+if [ "${PART:-}" = heldout ]; then
+  $B/qsgemm verify > $o/verify.txt 2>&1 || rc=1; echo "verify: $(tail -1 $o/verify.txt) ($(el) s)" >> $S
+  T=bench/results/h100/tuning
+  while read -r mode m n k c; do
+    [ $(el) -lt ${CAP:-240} ] || break
+    fam=sparse24; fa=; [ $mode = fast ] && fa=--fast-accum; [ $mode = blockwise ] && fam=blockwise
+    timeout 40 $B/qsgemm tune $fam --m $m --n $n --k $k $fa --interleave --configs ${c%%,*} --swizzles 0,4 \
+      --json $o/tune_${fam}_band_fit_heldout.jsonl >> $o/log.txt 2>&1
+  done < <(paste -d '\n' $T/tune_sparse24_band_fit_heldout_points.txt $T/tune_blockwise_band_fit_heldout_points.txt | grep .)
+  while read -r m n k; do
+    [ $(el) -lt ${CAP:-240} ] || break
+    timeout 40 $B/qsgemm tune sparse24 --m $m --n $n --k $k --interleave --swizzles 0,4 \
+      --configs 128x192x256_c2x1_coop,128x192x256_c1x1_coop --json $o/tune_sparse24_band_fit_tile_vs_cluster.jsonl \
+      >> $o/log.txt 2>&1
+  done < $T/tune_sparse24_swizzle_band_heldout_points.txt
+  echo "tune: $(cat $o/*.jsonl | grep -c .) lines ($(el) s)" >> $S
+  timeout 60 $B/qsgemm bench sparse24 --graph --ms 4041,4445,4890,5379,5917 --layers l3-70b.qkv \
+    --json $o/sparse24_band_sweep_points.json >> $o/log.txt 2>&1
+  timeout 60 $B/qsgemm bench blockwise --graph --ms 2074,2281,2509,2760,3036 --layers l3-70b.down \
+    --json $o/blockwise_band_sweep_points.json >> $o/log.txt 2>&1
+  echo "sweep points ($(el) s)" >> $S
+  cat $S
+  exit $rc
+fi
 if [ "${PART:-}" = blockwise ]; then
   QSGEMM_REQUIRE_GPU=1 timeout 200 $B/qsgemm_gpu_tests --gtest_filter='BlockwiseGpu.TileBandsSameBits:BlockwiseGpu.LastTile*' \
     > $o/gpu_tests.txt 2>&1 || rc=1

@@ -302,7 +302,7 @@ void blockwise_linear(const MatrixView& x, const ScaleView& x_scale, const Matri
   a.skinny_cluster = options.skinny_cluster;
   a.whole_last_tile = options.whole_last_tile;
   const kernels::TileOrder order = options.max_swizzle > 0 ? kernels::TileOrder{options.max_swizzle, 1}
-                                                           : kernels::blockwise_tile_order(M, N, plan.config);
+                                                           : kernels::blockwise_tile_order(M, N, plan.config, dev.sm_count);
   a.swizzle = order.swizzle;
   a.raster = order.raster;
   if (plan.split_k == 1) return kernels::run_blockwise_gemm(a, plan.config, stream);

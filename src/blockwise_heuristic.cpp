@@ -160,10 +160,10 @@ int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranular
   return best;
 }
 
-TileOrder blockwise_tile_order(int64_t M, int64_t N, int config) {
+TileOrder blockwise_tile_order(int64_t M, int64_t N, int config, int sm_count) {
   using namespace blockwise_detail;
   if (config == kNarrow || config == kNarrowClamped) return TileOrder{1, 1};
-  return M >= 2048 && N >= 4096 ? TileOrder{4, 1} : TileOrder{};
+  return M >= 2048 && N >= 4096 ? TileOrder{blockwise_fitted_band(config, M, N, sm_count), 1} : TileOrder{};
 }
 
 int64_t blockwise_scheduled_tiles(int config, int64_t M, int64_t N, int max_swizzle) {

@@ -156,16 +156,16 @@ int blockwise_split_k(int64_t M, int64_t N, int64_t K, int config, ScaleGranular
 inline constexpr int64_t kBlockwiseSkinnyRuleMaxM = 16;
 
 // CUTLASS's tile order for `config`: bands of 4 tiles rastered along M from M = 2048 on weights of at
-// least 4096 rows; CUTLASS's default elsewhere, where the swizzle measured slower (tune_tile_order.txt);
-// but the 64-row ping-pong tiles always along M: where CUTLASS's default rasters along N (token tiles
-// outnumbering weight tiles) the ping-pong schedule ran up to 1.3x slower, along M never
+// least 4096 rows (bands of 2 where tile_order.h's fitted_band takes them: where bands of 4 pad
+// the tiles into 5 % more waves on sm_count SMs; measured on an H100, log §51); CUTLASS's default
+// elsewhere, where the swizzle measured slower (tune_tile_order.txt); but the 64-row ping-pong
+// tiles always along M: where CUTLASS's default rasters along N (token tiles outnumbering weight
+// tiles) the ping-pong schedule ran up to 1.3x slower, along M never
 // (tune_blockwise_pingpong_order.txt).
-TileOrder blockwise_tile_order(int64_t M, int64_t N, int config);
+TileOrder blockwise_tile_order(int64_t M, int64_t N, int config, int sm_count);
 // The CTA tiles CUTLASS's persistent scheduler runs for `config` on M tokens x N weight rows in
 // bands of max_swizzle (tile_order.h's scheduled_ctas: both counts padded to a whole band times the
-// cluster, the padded tiles run in full), and tile_order.h's fitted_band for it: the widest of 4, 2
-// and 1 with the fewest waves on sm_count SMs. Not the library's order yet: a narrower band reads
-// the weight more often, and no device has timed it (log §51, scripts/probe_swizzle_band.sh).
+// cluster, the padded tiles run in full), and tile_order.h's fitted_band for it.
 int64_t blockwise_scheduled_tiles(int config, int64_t M, int64_t N, int max_swizzle);
 int blockwise_fitted_band(int config, int64_t M, int64_t N, int sm_count);
 

@@ -180,9 +180,8 @@ Sparse24Profile sparse24_profile(double dram_gbps);
 // (log §50: 36 moved plans timed, 0.84-0.98x the old plan's time). Counted on the H200's it would
 // move plans at ~2 % of random shapes (the 128x128 pair and the 128x192 tile, both ways, from 4096
 // tokens), which no H200 run has checked. fits_swizzle_band: whether sparse24_tile_order runs
-// sparse24_fitted_band instead of bands of 4. Off on both cards until a device has timed bands of
-// 4, 2 and 1 where they differ (scripts/probe_swizzle_band.sh, log §51): a narrower band saves the
-// padded tiles but reads the weight from DRAM once per band of token columns instead of once per 4.
+// sparse24_fitted_band instead of bands of 4: on the H100's profile (measured there, log §51:
+// scripts/probe_swizzle_band.sh), not yet on the H200's.
 struct Sparse24CardTraits {
   int64_t wide_swizzle_min_tokens;
   double wide_swizzled_rate;
@@ -204,7 +203,7 @@ inline constexpr int64_t kSparse24FastWideSwizzledMinTokens = 4096;
 inline constexpr int64_t kSparse24FastWideSwizzledMaxTokens = 7167;
 constexpr Sparse24CardTraits sparse24_card_traits(Sparse24Profile profile) {
   return profile == Sparse24Profile::kH100
-             ? Sparse24CardTraits{kSparse24WideSwizzleMinTokens, kSparse24WideSwizzledRate, true, true, false}
+             ? Sparse24CardTraits{kSparse24WideSwizzleMinTokens, kSparse24WideSwizzledRate, true, true, true}
              : Sparse24CardTraits{4096, 1.0, false, false, false};
 }
 
@@ -217,7 +216,8 @@ constexpr Sparse24CardTraits sparse24_card_traits(Sparse24Profile profile) {
 // 128x192 tile at 2300-3800 tokens: h100/tuning/tune_sparse24_order_*.jsonl (0.72-0.94x the
 // default order's time on eight weights; the 128x128 cluster pair 1.13-1.21x at 2300 tokens).
 // CUTLASS pads both tile counts to a whole band (sparse24_scheduled_tiles); where the card's traits
-// fit the band (fits_swizzle_band), the band is sparse24_fitted_band's.
+// fit the band (fits_swizzle_band), the data-parallel rows run sparse24_fitted_band's (bands of 2
+// where bands of 4 pad into 5 % more waves).
 TileOrder sparse24_tile_order(int64_t M_tokens, int64_t N_out, int config, int sm_count,
                               Sparse24Profile profile = Sparse24Profile::kH200);
 
@@ -313,9 +313,9 @@ int64_t sparse24_main_rows(int config, int64_t tokens);
 // counts rounded up to a whole band times the cluster, the padded tiles run in full.
 int64_t sparse24_scheduled_tiles(int config, int64_t tokens, int64_t N_out, int max_swizzle);
 
-// tile_order.h's fitted_band for `config`: the widest band of 4, 2 and 1 whose scheduled tiles take
-// the fewest waves on `sm_count` SMs. On 18 token columns of 80 row tiles bands of 4 run 20 columns
-// in 13 waves of 132, bands of 2 run 18 in 11.
+// tile_order.h's fitted_band for `config`: bands of 2 where they run at least 5 % fewer waves on
+// `sm_count` SMs than bands of 4, else 4. On 18 token columns of 80 row tiles bands of 4 run 20
+// columns in 13 waves of 132, bands of 2 run 18 in 11.
 int sparse24_fitted_band(int config, int64_t tokens, int64_t N_out, int sm_count);
 
 // The factor on the fast 128x192 tile's rate at `tokens` on an N-row weight: its card traits'

@@ -32,17 +32,20 @@ inline int64_t scheduled_ctas(int64_t ctas_m, int64_t ctas_n, int cluster_m, int
   return round_up(ctas_m, band * cluster_m) * round_up(ctas_n, band * cluster_n);
 }
 
-// The widest band of 4, 2 and 1 whose scheduled tiles take the fewest waves on sm_count SMs (4 for
-// sm_count <= 0).
+// The band for a launch that CUTLASS would run in bands of 4: bands of 2 where they run at least
+// kFittedBandMinSaving fewer waves on sm_count SMs (bands of 4 pad a count that bands of 2 do not),
+// else 4. Measured on an H100 (log §51, same run, h100/tuning/tune_*_band_fit.jsonl): where bands of
+// 2 saved 5-25 % of the waves they took 0.75-0.99x the time of bands of 4 (sparse24, 43 points) and
+// 0.83-1.01x (blockwise, 20); where they saved 2-5 %, 0.87-1.09x: reading the weight from DRAM
+// twice as often can cost more than the waves save. Bands of 1 were slower than bands of 2 at 44 of
+// the 106 sparse points and faster at 20 (by 2 %), so they are not used.
+inline constexpr double kFittedBandMinSaving = 0.05;
 inline int fitted_band(int64_t ctas_m, int64_t ctas_n, int cluster_m, int cluster_n, int sm_count) {
   if (sm_count <= 0) return 4;
   const auto waves = [&](int band) {
     return (scheduled_ctas(ctas_m, ctas_n, cluster_m, cluster_n, band) + sm_count - 1) / sm_count;
   };
-  int best = 4;
-  for (int band : {2, 1})
-    if (waves(band) < waves(best)) best = band;
-  return best;
+  return static_cast<double>(waves(2)) <= (1.0 - kFittedBandMinSaving) * static_cast<double>(waves(4)) ? 2 : 4;
 }
 
 }  // namespace qsgemm::kernels

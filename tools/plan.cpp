@@ -167,7 +167,7 @@ int run_plan(int argc, char** argv) {
   std::printf("%lld %lld %lld %s %d - 0 -", static_cast<long long>(M), static_cast<long long>(N),
               static_cast<long long>(K), name.c_str(), p.split_k);
   if (a.order && family == "blockwise") {
-    const kernels::TileOrder order = kernels::blockwise_tile_order(M, N, p.config);
+    const kernels::TileOrder order = kernels::blockwise_tile_order(M, N, p.config, a.sm_count);
     std::printf(" %d %d", order.swizzle,
                 order.swizzle > 1 ? kernels::blockwise_fitted_band(p.config, M, N, a.sm_count) : order.swizzle);
   }

@@ -451,7 +451,7 @@ TEST(Sparse24CostModel, WideTileOnWholeColumnsByCard) {
       // Given a workspace, the 128-token stream-K rule's wave rule may come first.
       const int with_ws = kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, true, h100).config;
       EXPECT_TRUE(wide_or_twin(with_ws) || kSparse24Configs[with_ws].stream_k()) << s.N << " M=" << M;
-      EXPECT_EQ(kernels::sparse24_tile_order(M, s.N, wide, kSms, h100).swizzle, 4) << s.N << " M=" << M;
+      EXPECT_GT(kernels::sparse24_tile_order(M, s.N, wide, kSms, h100).swizzle, 1) << s.N << " M=" << M;
       EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, true, kSms, true, h100).config, wide) << s.N << " M=" << M;
       EXPECT_NE(kernels::sparse24_choose(M, s.N, s.K, -1, 0, false, kSms, false, h200).config, wide) << s.N << " M=" << M;
       ++taken;
@@ -737,9 +737,11 @@ TEST(Sparse24CostModel, SwizzleBandPaddingCounted) {
   EXPECT_EQ(kernels::swizzle_band(10, 10, 8), 8);
   EXPECT_EQ(kernels::swizzle_band(10, 5, 8), 4);
   // The promoted 128x192 tile runs swizzled from 2048 tokens on the H100 profile: on 14 token
-  // columns the scheduler runs 16, so 13 columns and one token cost what 16 whole columns do.
+  // columns bands of 4 run 16, so 13 columns and one token cost what 16 whole columns do. The model
+  // counts bands of 4 even where the launch runs the fitted band (bands of 2 there: 14 columns in 9
+  // waves against 10), as its plans were held out.
   const int wide = kernels::sparse24_detail::kWide.index;
-  ASSERT_GT(kernels::sparse24_tile_order(192 * 13 + 1, 10240, wide, kSms, Sparse24Profile::kH100).swizzle, 1);
+  ASSERT_EQ(kernels::sparse24_tile_order(192 * 13 + 1, 10240, wide, kSms, Sparse24Profile::kH100).swizzle, 2);
   EXPECT_DOUBLE_EQ(kernels::sparse24_model_us(wide, 192 * 13 + 1, 10240, 8192, kSms, Sparse24Profile::kH100),
                    kernels::sparse24_model_us(wide, 192 * 16, 10240, 8192, kSms, Sparse24Profile::kH100));
   // Whole bands: one column more costs more.

@@ -55,6 +55,9 @@ class BandReportTest(unittest.TestCase):
         self.assertEqual(band_report.scheduled_tiles(c12, 4096, 4100, 4, "blockwise"), 32 * 40)
         self.assertEqual(band_report.scheduled_tiles(c12, 4096, 4100, 2, "blockwise"), 32 * 36)
         self.assertEqual(band_report.fewest_waves(sq, 2074, 8192, 132, (4, 2, 1), "blockwise"), 2)
+        # The library's rule: bands of 2 for at least 5 % fewer waves (10 -> 9), not for 28 -> 27.
+        self.assertEqual(band_report.library_band(sq, 2074, 8192, 132, "blockwise"), 2)
+        self.assertEqual(band_report.library_band(sq, 6771, 8192, 132, "blockwise"), 4)
 
     def test_rules(self):
         def rows(m, n, name, us):
@@ -70,12 +73,13 @@ class BandReportTest(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("3 points", out)
         lines = {l.split()[0]: l for l in out.splitlines() if l.split()[0].isdigit()}
-        self.assertIn("waves  10/  9/  9  band2 0.900  band1 0.950  fastest 2  fitted 2", lines["2074"])
-        self.assertIn("fastest 2  fitted 2", lines["4445"])
-        self.assertIn("fastest 2  fitted 1", lines["2048"])
+        self.assertIn("waves  10/  9/  9  band2 0.900  band1 0.950  fastest 2  library 2", lines["2074"])
+        self.assertIn("fastest 2  library 2", lines["4445"])  # 13 waves against 11
+        self.assertIn("fastest 2  library 4", lines["2048"])  # 8 against 8
         summary = {l.split()[0]: l for l in out.splitlines() if l.startswith("  ")}
         # fewest-waves: 0.9, 300/330 and 220/200; fewest-waves-2: 0.9, 300/330 and 200/200; oracle 0.9,
         # 300/330 and 190/200.
+        self.assertIn("0.900-1.000, 0 more", summary["library"])
         self.assertIn("0.900-1.100, 1 more than 2 % slower", summary["fewest-waves"])
         self.assertIn("0.900-1.000, 0 more", summary["fewest-waves-2"])
         self.assertIn("0.900-0.950, 0 more", summary["oracle"])
