@@ -15,7 +15,8 @@
 # activations x 128x128 weight blocks, in the library's order and in bands of 4, 2 and 1), and the
 # blockwise sweep's breaks on l3-70b.down at 2074-3036 tokens.
 # PART=heldout (~200 s), for a build that runs the fitted band: `qsgemm verify`; each plan's
-# configuration in the library's order and in bands of 4 at the held-out shapes whose launch runs
+# configuration in the library's order and in bands of 4 and 2 (on a card whose profile does not fit
+# the band, the library runs bands of 4) at the held-out shapes whose launch runs
 # bands of 2 (h100/tuning/tune_{sparse24,blockwise}_band_fit_heldout_points.txt, from
 # `scripts/band_fit_points.py --runs 2`); the 128x192 tile (now in its fitted band) against its
 # cluster row at 99427f8's 30 held-out shapes, where the model keeps the cluster row; the sweep
@@ -36,7 +37,7 @@ if [ "${PART:-}" = heldout ]; then
   while read -r mode m n k c; do
     [ $(el) -lt ${CAP:-240} ] || break
     fam=sparse24; fa=; [ $mode = fast ] && fa=--fast-accum; [ $mode = blockwise ] && fam=blockwise
-    timeout 40 $B/qsgemm tune $fam --m $m --n $n --k $k $fa --interleave --configs ${c%%,*} --swizzles 0,4 \
+    timeout 40 $B/qsgemm tune $fam --m $m --n $n --k $k $fa --interleave --configs ${c%%,*} --swizzles 0,4,2 \
       --json $o/tune_${fam}_band_fit_heldout.jsonl >> $o/log.txt 2>&1
   done < <(paste -d '\n' $T/tune_sparse24_band_fit_heldout_points.txt $T/tune_blockwise_band_fit_heldout_points.txt | grep .)
   while read -r m n k; do
