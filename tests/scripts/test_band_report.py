@@ -68,21 +68,23 @@ class BandReportTest(unittest.TestCase):
                                                                 {4: 100.0, 2: 90.0, 1: 95.0})]
         path = self.write(blockwise + rows(4445, 10240, FAST_C2, {0: 330.0, 4: 330.0, 2: 300.0, 1: 320.0}) +
                           rows(2048, 10240, WIDE, {4: 200.0, 2: 190.0, 1: 220.0}) +
-                          rows(5000, 8192, WIDE, {4: 100.0}))  # not timed in every band: left out
+                          rows(5000, 8192, WIDE, {4: 100.0}) +  # not timed in bands of 2: left out
+                          rows(6000, 8192, WIDE, {4: 100.0, 2: 99.0}))  # no band 1: the rules that take it skip it
         rc, out, err = self.run_main(path)
         self.assertEqual(rc, 0, err)
-        self.assertIn("3 points", out)
+        self.assertIn("4 points", out)
+        self.assertIn("band1   -  ", lines_of(out)["6000"])
         lines = {l.split()[0]: l for l in out.splitlines() if l.split()[0].isdigit()}
         self.assertIn("waves  10/  9/  9  band2 0.900  band1 0.950  fastest 2  library 2", lines["2074"])
         self.assertIn("fastest 2  library 2", lines["4445"])  # 13 waves against 11
         self.assertIn("fastest 2  library 4", lines["2048"])  # 8 against 8
         summary = {l.split()[0]: l for l in out.splitlines() if l.startswith("  ")}
-        # fewest-waves: 0.9, 300/330 and 220/200; fewest-waves-2: 0.9, 300/330 and 200/200; oracle 0.9,
-        # 300/330 and 190/200.
-        self.assertIn("0.900-1.000, 0 more", summary["library"])
+        # fewest-waves: 0.9, 300/330 and 220/200 (and 6000's band, if 1, not timed); fewest-waves-2:
+        # 0.9, 300/330 and 200/200; oracle 0.9, 300/330, 190/200 and 99/100.
+        self.assertIn("0 more than 2 % slower (4 points)", summary["library"])
         self.assertIn("0.900-1.100, 1 more than 2 % slower", summary["fewest-waves"])
         self.assertIn("0.900-1.000, 0 more", summary["fewest-waves-2"])
-        self.assertIn("0.900-0.950, 0 more", summary["oracle"])
+        self.assertIn("0.900-0.990, 0 more", summary["oracle"])
 
     def test_bad_usage(self):
         self.assertEqual(self.run_main()[0], 2)
@@ -92,6 +94,10 @@ class BandReportTest(unittest.TestCase):
                                                   "us": 1.0}]))
         self.assertEqual(rc, 2)
         self.assertIn("no point", err)
+
+
+def lines_of(out):
+    return {l.split()[0]: l for l in out.splitlines() if l.split() and l.split()[0].isdigit()}
 
 
 if __name__ == "__main__":
