@@ -81,9 +81,7 @@ void check_problem(const char* fn, int64_t M, int64_t N, int64_t K, G gx, G gw, 
     detail::fail(fn, Status::kInvalidArgument, "options.config",
                  detail::cat("config ", o.config, " (", describe(o.config), ") serves M <= ", kernels::kSkinnyMaxM,
                              "; got M=", M));
-  if (o.max_swizzle != 0 && o.max_swizzle != 1 && o.max_swizzle != 2 && o.max_swizzle != 4 && o.max_swizzle != 8)
-    detail::fail(fn, Status::kInvalidArgument, "options.max_swizzle",
-                 detail::cat("max_swizzle=", o.max_swizzle, " must be 0 (the library's order), 1, 2, 4 or 8"));
+  detail::check_max_swizzle(fn, o.max_swizzle);
   const int sc = o.skinny_cluster;
   if (sc != 0) {
     if (sc != 1 && sc != 2 && sc != 4 && sc != 8)

@@ -15,6 +15,12 @@ void check_config_and_split(const char* fn, const LinearOptions& o, int num_conf
          cat("split_k=", o.split_k, " must be 0 (chosen by the library), 1 (no split) or 2..", kMaxSplitK));
 }
 
+void check_max_swizzle(const char* fn, int max_swizzle) {
+  if (max_swizzle != 0 && max_swizzle != 1 && max_swizzle != 2 && max_swizzle != 4 && max_swizzle != 8)
+    fail(fn, Status::kInvalidArgument, "options.max_swizzle",
+         cat("max_swizzle=", max_swizzle, " must be 0 (the library's order), 1, 2, 4 or 8"));
+}
+
 void check_workspace_alignment(const char* fn, const LinearOptions& o) {
   if (o.workspace != nullptr) check_ptr(fn, "options.workspace", o.workspace, 16);
 }

@@ -49,6 +49,9 @@ inline constexpr int kMaxSplitK = 16;
 // options.config in [-1, num_configs) and options.split_k in [0, kMaxSplitK]; kInvalidArgument
 // naming the option otherwise.
 void check_config_and_split(const char* fn, const LinearOptions& o, int num_configs);
+// A tuning band of tiles (Sparse24Options / BlockwiseOptions::max_swizzle): 0 (the library's order),
+// 1, 2, 4 or 8; kInvalidArgument naming options.max_swizzle otherwise.
+void check_max_swizzle(const char* fn, int max_swizzle);
 // A non-null workspace is 16-byte aligned (kMisaligned otherwise).
 void check_workspace_alignment(const char* fn, const LinearOptions& o);
 // A forced split's workspace: non-null and at least split_k · M · N · 4 bytes; otherwise

@@ -108,9 +108,7 @@ void check_problem(const char* fn, int64_t M, int64_t N, int64_t K, const Sparse
   check_weight_shape(fn, N, K);
   if (M < 0 || M > kMaxExtent) detail::fail(fn, Status::kInvalidArgument, "M", detail::cat("M=", M, " is outside [0, 2^30]"));
   detail::check_config_and_split(fn, o, kSparse24NumConfigs);
-  if (o.max_swizzle != 0 && o.max_swizzle != 1 && o.max_swizzle != 2 && o.max_swizzle != 4 && o.max_swizzle != 8)
-    detail::fail(fn, Status::kInvalidArgument, "options.max_swizzle",
-                 detail::cat("max_swizzle=", o.max_swizzle, " must be 0 (the library's order), 1, 2, 4 or 8"));
+  detail::check_max_swizzle(fn, o.max_swizzle);
   if (o.config == kernels::kSparse24SkinnyConfig && M > kernels::kSparse24SkinnyMaxM)
     detail::fail(fn, Status::kInvalidArgument, "options.config",
                  detail::cat("configuration ", o.config, " (", describe(o.config), ") serves M <= ",
