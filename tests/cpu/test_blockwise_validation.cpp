@@ -1019,6 +1019,33 @@ TEST(BlockwiseValidation, ForcedGroupTileWithXBlocksNeedsTheCopy) {
   expect_error([&] { c.run(); }, Status::kInvalidArgument, "needs 6579200 bytes", "options.workspace_bytes");
 }
 
+// From 1024 tokens a 64-row wave costs 1.5 of a 128x128 wave's 2, any scale pair (the 64-row tile
+// ran 1.07-1.66x half the 128-row tile's time per wave there). At 2074 tokens on 4096x14336 the
+// 64-row tiles fill eight waves exactly against five 128-row waves: 9.6 < 10 took them at 1.2,
+// 12 > 10 does not. Below 1024 tokens nothing changes; K <= 512 keeps the 64-row tile.
+TEST(BlockwiseHeuristic, NarrowTileCostsMoreFromLargeM) {
+  using qsgemm::blockwise_plan;
+  BlockwiseOptions o;
+  const int square = kernels::blockwise_row("128x128x128_c1x1_coop");
+  const int narrow = kernels::blockwise_row("64x128x128_c1x1_pingpong");
+  const auto config = [&](int64_t M, int64_t N, int64_t K, G gw) {
+    return blockwise_plan(M, N, K, G::kGroup1x128, gw, o, 132).config;
+  };
+  for (G gw : {G::kBlock128x128, G::kGroup1x128}) {
+    EXPECT_EQ(kernels::blockwise_narrow_wave_cost(1023, 8192, gw), gw == G::kGroup1x128 ? 1.35 : 1.2);
+    EXPECT_EQ(kernels::blockwise_narrow_wave_cost(1024, 8192, gw), kernels::kBlockwiseNarrowLargeMCost);
+    EXPECT_EQ(kernels::blockwise_narrow_wave_cost(16384, 2048, gw), kernels::kBlockwiseNarrowLargeMCost);
+  }
+  EXPECT_EQ(config(2074, 4096, 14336, G::kBlock128x128), square);
+  EXPECT_EQ(config(2074, 4096, 4096, G::kBlock128x128), square);
+  // 2112x7168 at 1064 tokens: 3 waves of 64-row tiles (4.5) against 2 of 128-row ones (4).
+  EXPECT_EQ(config(1064, 2112, 7168, G::kBlock128x128), square);
+  // Below 1024 tokens the wave model's 1.2: 4096x14336 at 545 tokens, 3 against 2 waves (3.6 < 4).
+  EXPECT_EQ(config(545, 4096, 14336, G::kBlock128x128), narrow);
+  // K <= 512 takes the 64-row tile at any M.
+  EXPECT_EQ(config(4096, 32768, 512, G::kBlock128x128), narrow);
+}
+
 // 1x128 weight scales beyond 128 tokens, K >= 4096: a 64-row wave costs 1.35 (not 1.2) of a
 // 128x128 wave's 2 in the wave model, so the 128-row tile takes over from a wave ratio of 1.48
 // (src/blockwise_heuristic.h). Not with 128x128 weight blocks, not at K < 4096, not at 1.33; from
