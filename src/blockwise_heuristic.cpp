@@ -65,6 +65,7 @@ int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, int64
   if (!blockwise_rows_on_lines(K, ld_x, ld_w) && M > kMisalignedC1x2MinM) return kSquareC1x2;
   const int64_t waves_128 = ceil_div(ceil_div(M, 128) * n_tiles, sms);
   const int64_t waves_64 = ceil_div(ceil_div(M, 64) * n_tiles, sms);
+  if (narrow_wave_cost <= 0) narrow_wave_cost = blockwise_narrow_wave_cost(M, K, ScaleGranularity::kBlock128x128);
   // Time per SM in units of one 64-row tile: a 128-row tile is two; a 64-row wave costs the
   // caller's narrow_wave_cost (blockwise_narrow_wave_cost: the W reload, and 1x128 weight scales).
   if (narrow_wave_cost * static_cast<double>(waves_64) < 2.0 * static_cast<double>(waves_128)) return kNarrow;

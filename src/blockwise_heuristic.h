@@ -65,11 +65,12 @@ constexpr bool blockwise_rows_on_lines(int64_t K, int64_t ld_x, int64_t ld_w) {
 //  * otherwise a wave model: 64-row tiles where 128-row tiles quantize badly onto the SMs, the 1x2
 //    cluster on large weights from M = 4096 (tune_blockwise_two_partials.jsonl), else 128x128.
 // ld_x, ld_w: the operands' row strides (0: K).
-// narrow_wave_cost: a 64-row wave's cost where a 128x128 wave costs 2 (blockwise_narrow_wave_cost).
-// The 64-row tile also reloads its W tile for every 64 rows: 20 % over half a 128x128 wave.
+// narrow_wave_cost: a 64-row wave's cost where a 128x128 wave costs 2; <= 0 (the default):
+// blockwise_narrow_wave_cost(M, K, block_128x128). The 64-row tile also reloads its W tile for
+// every 64 rows: 20 % over half a 128x128 wave (more from kBlockwiseNarrowLargeM tokens).
 inline constexpr double kBlockwiseNarrowWaveCost = 1.2;
 int blockwise_choose_config(int64_t M, int64_t N, int64_t K, int sm_count, int64_t ld_x = 0, int64_t ld_w = 0,
-                            double narrow_wave_cost = kBlockwiseNarrowWaveCost);
+                            double narrow_wave_cost = 0);
 // K up to which blockwise_choose_config takes the 64x128 ping-pong tile above the decode sizes.
 inline constexpr int64_t kBlockwiseShortK = 512;
 // M above which rows off 128-byte lines take the 1x2 cluster (below: two 128-row tiles or fewer,
