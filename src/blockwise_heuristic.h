@@ -129,8 +129,8 @@ constexpr bool blockwise_group_w_one_tile(int64_t M, int64_t K, ScaleGranularity
 inline constexpr double kBlockwiseGroupWNarrowCost = 1.35;
 // From kBlockwiseNarrowLargeM tokens (eight 128-row token tiles) a 64-row wave costs at least
 // kBlockwiseNarrowLargeMCost, any scale pair: at 1024-16384 tokens with K >= 1536 the 64-row tile's
-// time per wave was 1.07-1.66x half the 128-row tile's (median ~1.3; 176 points of
-// tune_blockwise_two_partials.jsonl, tune_blockwise.jsonl, tune_blockwise_partialk_*.jsonl), and at
+// time per wave was 1.07-1.74x half the 128-row tile's (median 1.28; 191 points of the h100 and h200
+// tuning/tune_blockwise*.jsonl files that time both), and at
 // 1.2 the wave model took it at 2074 tokens on 4096-row weights (eight full 64-row waves against
 // five 128-row ones), where it ran 1.14-1.18x the 128-row tile's time at 2281 tokens (H100 sweep).
 inline constexpr int64_t kBlockwiseNarrowLargeM = 1024;

@@ -1020,7 +1020,7 @@ TEST(BlockwiseValidation, ForcedGroupTileWithXBlocksNeedsTheCopy) {
 }
 
 // From 1024 tokens a 64-row wave costs 1.5 of a 128x128 wave's 2, any scale pair (the 64-row tile
-// ran 1.07-1.66x half the 128-row tile's time per wave there). At 2074 tokens on 4096x14336 the
+// ran 1.07-1.74x half the 128-row tile's time per wave there). At 2074 tokens on 4096x14336 the
 // 64-row tiles fill eight waves exactly against five 128-row waves: 9.6 < 10 took them at 1.2,
 // 12 > 10 does not. Below 1024 tokens nothing changes; K <= 512 keeps the 64-row tile.
 TEST(BlockwiseHeuristic, NarrowTileCostsMoreFromLargeM) {
