@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Copies what a device run needs (the shared library, the CLI, the test binaries, the Python wheel
-# and the wheels its pytest step installs; a few MB) into .carry/ (git-ignored), so that one device call can carry just that
-# folder: carry=[".carry"].
+# Copies what a device run needs (the shared library, gzipped, the CLI, the test binaries, the Python
+# wheel and the wheels its pytest step installs; ~25 MB) into .carry/ (git-ignored), so that one device
+# call can carry just that folder: carry=[".carry"]. A call carries the tracked files too, 64 MiB in
+# all: the library goes gzipped (33 -> 6 MB; the device scripts unpack it) and the last line says
+# what the call will carry.
 # The wheel (.carry/whl/qsgemm-*.whl) is built from the library in build/ (no second kernel build)
 # with the .venv of scripts/python_env.sh, under the machine's build lock (/tmp/qsgemm-build.lock;
 # QSGEMM_NO_LOCK=1 when the caller holds it already).
@@ -25,4 +27,7 @@ QSGEMM_ROOT="$PWD/build/python-prefix" "${lock[@]}" .venv/bin/python -m pip whee
 # torchao for the tests of the torchao integration (installed by device_check.sh when missing).
 .venv/bin/python -m pip download --quiet --disable-pip-version-check --only-binary=:all: --no-deps \
   --dest .carry/whl/torchao torchao==0.18.0
-du -sh .carry
+gzip -9f .carry/libqsgemm.so.0
+tracked=$(git ls-files -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
+carry=$(du -sb .carry | cut -f1)
+echo "stage_device: .carry $(( carry >> 20 )) MiB + tracked files $(( tracked >> 20 )) MiB of the call's 64 MiB"
