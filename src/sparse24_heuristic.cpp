@@ -32,7 +32,7 @@ bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count) {
 // 1.5 waves the model decides (10240 x 8192, M = 90: 128x32 stream-K 9 % faster,
 // tune_sparse24_between.jsonl).
 constexpr int64_t kSk128MinTokens = 104;
-constexpr int64_t kSk32MaxTokens = 512;  // sparse24_partial_column weighs the 32-token stream-K tile up to here
+constexpr int64_t kSk32MaxTokens = 384;  // sparse24_partial_column weighs the 32-token stream-K tile up to here (12 columns)
 constexpr int64_t kSk128MinModelTokens = 65;  // ... and the 128-token one from here (the band's first M)
 namespace {
 bool one_column_band(int64_t M_tokens, int64_t N_out, int sm_count, bool fast_accum) {
@@ -501,10 +501,13 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   consider_fast_wide();
   if (!fast_accum && M + kSparse24FewOobRows >= sparse24_detail::kWide.tile_n) consider_one(sparse24_detail::kWide.index);
   consider_between();
-  // The 32-token stream-K tile up to kSk32MaxTokens: past them its time over the model's grew to
-  // 1.15-1.33x, 1.6-2.6x the fastest tile's, at 1287-3036 tokens on 8-12 row tiles (H100,
-  // h100/tuning/tune_sparse24_narrow_weights.jsonl), where its rate (fitted on one column) had it
-  // the fastest. The 128-token one also below one column from 65 tokens, its rows past M charged in
+  // The 32-token stream-K tile up to kSk32MaxTokens (12 token columns): its rate, fitted on one
+  // column, holds less the more columns it runs. At 13 columns (400-409 tokens) its time over the
+  // model's, against the fastest other tile's, was 1.29x on 8 row tiles and 1.43-1.49x on 10, where
+  // the 64x128 tile ran 0.89-0.92x its time (1280 x 8192; 1.00x at K = 1024); at 9-11 columns
+  // 1.19-1.21x, still the fastest tile (0.91-0.96x the next); at 1287-3036 tokens 1.6-2.6x the
+  // fastest tile's time (H100, h100/tuning/tune_sparse24_sk32_columns.jsonl,
+  // tune_sparse24_narrow_weights.jsonl). The 128-token one also below one column from 65 tokens, its rows past M charged in
   // full: at 97 and 101 tokens on 9216 and 10240 x 8192 it took 0.83-0.96x the time of the 64x64 /
   // 64x112 tiles the model took without it (H100, h100/tuning/tune_sparse24_sk32_charge.jsonl).
   if (with_workspace) {

@@ -690,7 +690,6 @@ TEST(Sparse24CostModel, ClusterRowsWhereTheWeightHasMoreRowTilesThanSms) {
 // row tiles from 1024 tokens, 1 from 16 row tiles or below 1024 tokens. On the 1280-row shard the
 // 128-token stream-K tile replaces the pair at 1287-3036 tokens (0.81-0.96x its time, H100,
 // h100/tuning/tune_sparse24_narrow_weights.jsonl), in both accumulation modes, given a workspace.
-// The 32-token stream-K tile is weighed up to 512 tokens only.
 TEST(Sparse24CostModel, PairRateOnNarrowWeights) {
   const int pair = sparse24_config_index("128x128x256_c1x2_coop");
   const int fast_pair = sparse24_config_index("128x128x256_c1x2_coop_fastaccum");
@@ -721,6 +720,26 @@ TEST(Sparse24CostModel, PairRateOnNarrowWeights) {
           const Sparse24Choice c = kernels::sparse24_choose(M, N, s.K, -1, 0, fast, kSms, true);
           EXPECT_NE(c.config, sk32) << N << "x" << s.K << " M=" << M;
         }
+}
+
+// The 32-token stream-K tile is weighed up to 12 token columns (384 tokens): at 13 (400-409 tokens)
+// on the 1280-row shard the 64x128 tile ran 0.89-0.92x its time (H100,
+// h100/tuning/tune_sparse24_sk32_columns.jsonl), where its one-column rate had it 1.3x faster.
+// At 9-11 columns it stays, where it was the fastest tile (0.91-0.96x the next).
+TEST(Sparse24CostModel, ThirtyTwoTokenStreamKUpTo12Columns) {
+  const int sk32 = kernels::sparse24_detail::kStreamK128x32;
+  const int tile64x128 = sparse24_config_index("64x128x256_c1x1_pingpong");
+  for (kernels::Sparse24Profile p : {kernels::Sparse24Profile::kH200, kernels::Sparse24Profile::kH100})
+    for (bool fast : {false, true}) {
+      for (int64_t M : {385, 400, 409, 450, 512})
+        EXPECT_EQ(kernels::sparse24_choose(M, 1280, 8192, -1, 0, fast, kSms, true, p).config, tile64x128)
+            << M << " fast=" << fast;
+      for (int64_t N = 128; N <= 16384; N += 128)
+        for (int64_t M = 385; M <= 512; M += 9)
+          EXPECT_NE(kernels::sparse24_choose(M, N, 4096, -1, 0, fast, kSms, true, p).config, sk32) << N << " M=" << M;
+      EXPECT_EQ(kernels::sparse24_choose(340, 1536, 4096, -1, 0, fast, kSms, true, p).config, sk32) << fast;
+      EXPECT_EQ(kernels::sparse24_choose(280, 1792, 8192, -1, 0, fast, kSms, true, p).config, sk32) << fast;
+    }
 }
 
 // The fast 128x192 tile at the swizzled rate on weights of 20-36 row tiles, a multiple of 4, at
