@@ -5,8 +5,9 @@
 #            sweeps into bench/results/h200/); on another card the check owed by the newest rule
 #            (scripts/probe_narrow_large_m.sh) and the blockwise sweeps (bench/results/<card>/)
 #   grid2    on an H200: PART=2 scripts/bench_pending.sh (the blockwise users grid, the W4A4 rows)
-#   heldout  the held-out checks owed and the probes of pending 11 and 12 (either card; the band's
-#            and the sparse heuristic's H200-profile checks on an H200 only), while CAP allows
+#   heldout  the held-out checks owed (the narrow blockwise tile from 1024 tokens, the 32-token
+#            stream-K tile up to 12 columns) and the probes of pending 11 and 12 (either card; the
+#            band's and the sparse heuristic's H200-profile checks on an H200 only), while CAP allows
 # Each call writes $OUT/summary.txt and one $OUT/CALL.tgz (a call returns at most 8 files).
 # BIN_DIR: scripts/stage_device.sh's build (the library may be gzipped: libqsgemm.so.0.gz), or, when
 # it holds no library, scripts/device_build.sh builds one there first (~5 min of the call) from what
@@ -61,6 +62,17 @@ case "$call" in
     p="$o/probes"; mkdir -p "$p"
     scripts/probe_narrow_large_m.sh "$o/narrow" "$B" > "$o/summary.txt" 2>&1 || rc=1
     echo "narrow 64-row tile: $(el) s" >> "$o/summary.txt"
+    # The 32-token stream-K tile up to 12 columns (log §53): its held-out shapes (10 row tiles, K other
+    # than the fit's 8192, 387-415 tokens), the old plan (sk32) against the new (64x128), both modes
+    j="$p/tune_sparse24_sk32_12cols_heldout.jsonl"; n=0
+    while read -r m nn k; do [ $(( $(el) + 40 )) -lt "$cap" ] || break
+      modes=(""); [ $(( n % 2 )) = 0 ] && modes+=(--fast-accum); n=$(( n + 1 ))
+      for fa in "${modes[@]}"; do
+        timeout 20 "$B/qsgemm" tune sparse24 --m $m --n $nn --k $k ${fa:+$fa} --interleave \
+          --configs 128x32x256_c1x1_coop_streamk,64x128x256_c1x1_pingpong --json "$j" >> "$p/log.txt" 2>&1
+      done
+    done < bench/results/h100/tuning/tune_sparse24_sk32_12cols_heldout_points.txt
+    echo "sk32 held-out: $(el) s" >> "$o/summary.txt"
     # pending 12: l3-70b.down's tile orders at its low-TFLOP/s token counts and their neighbours
     for m in 6509 7160 10483 12684 15347; do [ $(( $(el) + 30 )) -lt "$cap" ] || break
       timeout 40 "$B/qsgemm" tune blockwise --m $m --n 8192 --k 28672 --interleave --swizzles 0,4,2,1 \

@@ -105,8 +105,21 @@ class DeviceSessionTest(unittest.TestCase):
         self.assertIn("--interleave --configs 64x128x128_c1x1_pingpong,128x128x128_c1x1_coop", calls)
         self.assertNotIn("--swizzles 0,4,2,1", calls)  # pending 12's probe needs 30 s
         self.assertNotIn("--split-k", calls)           # pending 11's needs 20 s
+        self.assertNotIn("tune sparse24", calls)       # the sk32 held-out check needs 40 s
         with tarfile.open(os.path.join(self.out, "heldout.tgz")) as t:
             self.assertIn("heldout/narrow/verify.txt", t.getnames())
+
+    def test_heldout_runs_the_sk32_check_in_both_modes(self):
+        r = self.run_call("heldout", cap=575)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        calls = self.calls()
+        with open(os.path.join(ROOT, "bench/results/h100/tuning/tune_sparse24_sk32_12cols_heldout_points.txt")) as f:
+            points = [line.split() for line in f if line.strip()]
+        sk32 = [c for c in calls.splitlines() if "128x32x256_c1x1_coop_streamk,64x128x256_c1x1_pingpong" in c]
+        self.assertEqual(len(sk32), len(points) + (len(points) + 1) // 2)  # every point, every other in fast mode too
+        self.assertIn("--m %s --n %s --k %s --fast-accum" % tuple(points[0]), calls)
+        self.assertIn("--split-k 1,2,4", calls)
+        self.assertIn("--swizzles 0,4,2,1", calls)
 
     def test_unknown_call(self):
         r = self.run_call("sweep")
