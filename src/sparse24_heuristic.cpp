@@ -32,7 +32,7 @@ bool sparse24_narrow_wide_tile(int64_t M_tokens, int64_t N_out, int sm_count) {
 // 1.5 waves the model decides (10240 x 8192, M = 90: 128x32 stream-K 9 % faster,
 // tune_sparse24_between.jsonl).
 constexpr int64_t kSk128MinTokens = 104;
-constexpr int64_t kSk32MaxTokens = 384;  // sparse24_partial_column weighs the 32-token stream-K tile up to here (12 columns)
+constexpr int64_t kSk32MaxTokens = 384;  // sparse24_partial_column weighs the 32-token stream-K tile up to here
 constexpr int64_t kSk128MinModelTokens = 65;  // ... and the 128-token one from here (the band's first M)
 namespace {
 bool one_column_band(int64_t M_tokens, int64_t N_out, int sm_count, bool fast_accum) {
