@@ -507,9 +507,10 @@ Sparse24Choice sparse24_partial_column(int64_t M, int64_t N, int64_t K, int conf
   // the 64x128 tile ran 0.89-0.92x its time (1280 x 8192; 1.00x at K = 1024); at 9-11 columns
   // 1.19-1.21x, still the fastest tile (0.91-0.96x the next); at 1287-3036 tokens 1.6-2.6x the
   // fastest tile's time (H100, h100/tuning/tune_sparse24_sk32_columns.jsonl,
-  // tune_sparse24_narrow_weights.jsonl). The 128-token one also below one column from 65 tokens, its rows past M charged in
-  // full: at 97 and 101 tokens on 9216 and 10240 x 8192 it took 0.83-0.96x the time of the 64x64 /
-  // 64x112 tiles the model took without it (H100, h100/tuning/tune_sparse24_sk32_charge.jsonl).
+  // tune_sparse24_narrow_weights.jsonl). The 128-token one also below one column from 65 tokens,
+  // its rows past M charged in full: at 97 and 101 tokens on 9216 and 10240 x 8192 it took
+  // 0.83-0.96x the time of the 64x64 / 64x112 tiles the model took without it (H100,
+  // h100/tuning/tune_sparse24_sk32_charge.jsonl).
   if (with_workspace) {
     if (M <= kSk32MaxTokens && M >= kSparse24Configs[sparse24_detail::kStreamK128x32].tile_n)
       consider_one(sparse24_detail::kStreamK128x32);

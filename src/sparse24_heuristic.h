@@ -341,8 +341,8 @@ double sparse24_model_us(int config, int64_t tokens, int64_t N_out, int64_t K, i
 // Where `config` (the heuristic's data-parallel or stream-K pick) leaves a partial token column,
 // the plan with the lowest modelled time among: `config` as it is; one launch of another
 // configuration whose token tile fits in M (the data-parallel tiles of the mode: their last column
-// is clamped inside M; given a workspace, the 32-token stream-K tile up to 384 tokens (12 columns) and the
-// 128-token one from 65 tokens, its rows past M charged below one column) or, with promoted
+// is clamped inside M; given a workspace, the 32-token stream-K tile up to 384 tokens (12 columns)
+// and the 128-token one from 65 tokens, its rows past M charged below one column) or, with promoted
 // accumulation, of the 128x192 and between tiles (kBetween, up to their max_columns) where one
 // column holds M with at most kSparse24FewOobRows rows past it, with fast accumulation of the fast
 // 128x192 tile (kFastWide); and a main launch on whole token columns (`config`, or where M is less
