@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Print the README's model-level table from the end-to-end JSON (bench/e2e.py).
+"""Print the model-level table of docs/performance.md (issue #25) from the end-to-end JSON (bench/e2e.py).
 
     python3 scripts/readme_e2e_table.py                                  # bench/results/h200/e2e.json
     python3 scripts/readme_e2e_table.py FILE [FILE ...] --mode graphs|eager|both    # default both
