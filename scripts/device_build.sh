@@ -15,11 +15,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--stage" ]; then
   B="${2:-.carry}"
-  inc=.deps/cutlass/cutlass_library/source/include
+  src=.deps/cutlass/cutlass_library/source
   lt=.deps/cusparselt/nvidia/cusparselt/include/cusparseLt.h
-  [ -f "$inc/cutlass/version.h" ] && [ -f "$lt" ] || { echo "device_build: run scripts/setup.sh --bench first" >&2; exit 2; }
+  [ -f "$src/include/cutlass/version.h" ] && [ -f "$lt" ] || { echo "device_build: run scripts/setup.sh --bench first" >&2; exit 2; }
   mkdir -p "$B/deps"
-  tar czf "$B/deps/cutlass_include.tgz" -C "$(dirname "$inc")" include
+  # CMakeLists.txt's CUTLASS_INCLUDE_DIRS: include/ and tools/util/include/ of CUTLASS_DIR
+  tar czf "$B/deps/cutlass_include.tgz" -C "$src" include tools/util/include
   cp "$lt" "$B/deps/"
   git rev-parse --short HEAD > "$B/COMMIT" 2>/dev/null || echo unknown > "$B/COMMIT"
   git diff --quiet HEAD 2>/dev/null || echo "device_build: uncommitted changes are built but COMMIT names HEAD" >&2
