@@ -16,11 +16,13 @@ over every point. Exit 0; 2 on bad usage or missing markers. Standard library on
 import argparse
 import collections
 import json
-import math
 import os
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import check_cliffs  # noqa: E402  (the rows, speedups and geomean every table and check reads alike)
 BEGIN = "<!-- results:begin"
 END = "<!-- results:end -->"
 DEFAULT_MS = "1,8,16,32,64,128,256,512,1024,2048,4096,8192,16384"
@@ -32,18 +34,18 @@ def load(path):
 
 
 def gemm_rows(doc, family):
-    return [r for r in doc["rows"] if r.get("family") == family and r.get("M", 0) > 0 and r.get("qsgemm_us", 0) > 0]
+    """The family's GEMM rows that ran (check_cliffs.py's reading of a bench file)."""
+    return [r for r in check_cliffs.gemm_rows(doc) if r.get("family") == family and check_cliffs.positive(r.get("qsgemm_us"))]
 
 
 def geomean(values):
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+    return check_cliffs.geomean(values) if values else None
 
 
 def speedup(rows, baseline, m, keep=lambda r: True):
     """Geomean over the layers at M = m of baseline / qsgemm, or None where the baseline never ran."""
-    vals = [r["baselines_us"][baseline] / r["qsgemm_us"] for r in rows
-            if r["M"] == m and keep(r) and r["baselines_us"].get(baseline, 0) > 0]
-    return geomean(vals)
+    vals = [check_cliffs.speedup(r, baseline) for r in rows if r["M"] == m and keep(r)]
+    return geomean([v for v in vals if v is not None])
 
 
 def partial_k(r):
