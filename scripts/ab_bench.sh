@@ -14,9 +14,7 @@ b="${3:?BIN_B}"
 family="${4:?FAMILY (sparse24 or blockwise)}"
 shift 4
 mkdir -p "$out"
-for d in "$a" "$b"; do  # scripts/stage_device.sh gzips the library
-  [ -f "$d/libqsgemm.so.0" ] || [ ! -f "$d/libqsgemm.so.0.gz" ] || gzip -dkf "$d/libqsgemm.so.0.gz"
-done
+"$(dirname "$0")/unpack_lib.sh" "$a" "$b"
 : > "$out/ab_${family}.log"   # the four runs' tables; six files in all (a device call returns at most eight)
 export QSGEMM_CUSPARSELT_LIB="${QSGEMM_CUSPARSELT_LIB:-$(python3 -c 'import nvidia.cusparselt as m; print(list(m.__path__)[0])' 2>/dev/null)/lib}"
 runs=()

@@ -13,9 +13,7 @@ family="${4:?FAMILY (sparse24 or blockwise)}"
 shapes="${5:?SHAPES: \"M,N,K;M,N,K\"}"
 shift 5
 mkdir -p "$out"
-for d in "$a" "$b"; do  # scripts/stage_device.sh gzips the library
-  [ -f "$d/libqsgemm.so.0" ] || [ ! -f "$d/libqsgemm.so.0.gz" ] || gzip -dkf "$d/libqsgemm.so.0.gz"
-done
+"$(dirname "$0")/unpack_lib.sh" "$a" "$b"
 log="$out/ab_$family.txt"
 : > "$log"
 IFS=';' read -ra list <<< "$shapes"

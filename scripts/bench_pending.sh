@@ -24,8 +24,7 @@ t0=$(date +%s)
 el() { echo $(( $(date +%s) - t0 )); }
 # fits EST: true while EST more seconds end before CAP (default 585) s from the start.
 fits() { [ $(( $(el) + $1 )) -lt "${CAP:-585}" ]; }
-# scripts/stage_device.sh gzips the library (a call carries 64 MiB at most).
-[ -f "$B/libqsgemm.so.0" ] || [ ! -f "$B/libqsgemm.so.0.gz" ] || gzip -dkf "$B/libqsgemm.so.0.gz"
+"$(dirname "$0")/unpack_lib.sh" "$B"
 export LD_LIBRARY_PATH="$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export QSGEMM_GIT_COMMIT="$(cat "$B/COMMIT" 2>/dev/null || echo unknown)"
 # cuSPARSELt (the sparse sweep's baseline) from the machine's Python package, as device_check.sh finds it.

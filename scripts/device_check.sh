@@ -33,8 +33,7 @@ steps="${STEPS:-info,pytest,tests,sanitizer,tune,bench}"
 shards="${SHARDS:-4}"
 mkdir -p "$out"
 ld_orig="${LD_LIBRARY_PATH:-}"  # the pytest step: the wheel's own libqsgemm.so.0 (RUNPATH $ORIGIN), not BIN_DIR's
-# scripts/stage_device.sh gzips the library (a call carries 64 MiB at most).
-[ -f "$bin/libqsgemm.so.0" ] || [ ! -f "$bin/libqsgemm.so.0.gz" ] || gzip -dkf "$bin/libqsgemm.so.0.gz"
+"$(dirname "$0")/unpack_lib.sh" "$bin"
 export LD_LIBRARY_PATH="$bin:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 if [ -z "${QSGEMM_CUSPARSELT_LIB:-}" ]; then
   QSGEMM_CUSPARSELT_LIB="$(python3 -c 'import nvidia.cusparselt as m; print(list(m.__path__)[0])' 2>/dev/null)/lib"

@@ -22,9 +22,7 @@ B="${2:-.carry}"
 out="${OUT:?OUT: the output folder of the device call}"
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
 cap=${CAP:-575}
-for l in "$B" "$B/old71" "$B/old72" "$B/old72b"; do
-  [ -f "$l/libqsgemm.so.0.gz" ] && gzip -dkf "$l/libqsgemm.so.0.gz"
-done
+scripts/unpack_lib.sh "$B" "$B/old71" "$B/old72" "$B/old72b"
 if [ ! -f "$B/libqsgemm.so.0" ]; then
   scripts/device_build.sh "$B" > "$out/build.txt" 2>&1 || { tail -20 "$out/build.txt"; exit 2; }
   tail -1 "$out/build.txt"

@@ -17,8 +17,8 @@ t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
 mkdir -p "$out"; S=$out/summary.txt; q=$B/qsgemm
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > "$S"
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200: nothing run" >> "$S"; exit 3; }
+"$(dirname "$0")/unpack_lib.sh" "$B" "$B/old71" "$B/old72" "$B/old72b"
 for l in "$B" "$B/old71" "$B/old72" "$B/old72b"; do
-  [ -f "$l/libqsgemm.so.0.gz" ] && gzip -dc "$l/libqsgemm.so.0.gz" > "$l/libqsgemm.so.0"
   [ -f "$l/libqsgemm.so.0" ] || { echo "missing $l/libqsgemm.so.0" >> "$S"; exit 2; }
 done
 T=bench/results/h100/tuning

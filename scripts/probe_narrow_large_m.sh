@@ -6,7 +6,7 @@
 #   usage: scripts/probe_narrow_large_m.sh OUT_DIR [BIN_DIR=.carry]        (about 120 s)
 set -u
 o=${1:?usage: probe_narrow_large_m.sh OUT_DIR [BIN_DIR]}; B=${2:-.carry}; mkdir -p $o
-[ -f $B/libqsgemm.so.0.gz ] && gzip -dkf $B/libqsgemm.so.0.gz
+"$(dirname "$0")/unpack_lib.sh" $B
 export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64
 j=$o/tune_blockwise_narrow_large_m_heldout.jsonl; c=64x128x128_c1x1_pingpong,128x128x128_c1x1_coop
 while read -r m n k gw; do

@@ -26,7 +26,7 @@
 set -u
 o=${1:?usage: probe_swizzle_band.sh OUT_DIR [BIN_DIR]}; B=${2:-.carry}; mkdir -p $o; S=$o/summary.txt
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
-[ -f $B/libqsgemm.so.0.gz ] && gzip -dkf $B/libqsgemm.so.0.gz
+"$(dirname "$0")/unpack_lib.sh" $B
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > $S
 export QSGEMM_CUSPARSELT_LIB="$(python3 -c 'import nvidia.cusparselt as m; print(list(m.__path__)[0])' 2>/dev/null)/lib"
 export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Copies what a device run needs (the shared library, gzipped, the CLI, the test binaries, the Python
-# wheel and the wheels its pytest step installs; ~25 MB) into .carry/ (git-ignored), so that one device
-# call can carry just that folder: carry=[".carry"]. A call carries the tracked files too, 64 MiB in
-# all: the library goes gzipped (33 -> 6 MB; the device scripts unpack it) and the last line says
-# what the call will carry.
+# Copies what a device run needs (the shared library, gzipped, the CLI, the test binaries, the
+# Python wheel and the wheels its pytest step installs; ~25 MB) into .carry/ (git-ignored), so that
+# one device call can carry just that folder: carry=[".carry"]. A call carries the tracked files
+# too, 64 MiB in all: the library goes gzipped (33 -> 6 MB; scripts/unpack_lib.sh unpacks it there)
+# and the last line says what the call will carry.
 # The wheel (.carry/whl/qsgemm-*.whl) is built from the library in build/ (no second kernel build)
 # with the .venv of scripts/python_env.sh, under the machine's build lock (/tmp/qsgemm-build.lock;
 # QSGEMM_NO_LOCK=1 when the caller holds it already).
